@@ -1,0 +1,72 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <immintrin.h>
+
+namespace dsv4 {
+
+ThreadPool::ThreadPool(int num_threads) {
+  if (num_threads <= 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
+  num_threads_ = num_threads;
+  for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { worker_loop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::work(int worker) {
+  for (;;) {
+    int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= num_tasks_) break;
+    (*task_)(t, worker);
+  }
+}
+
+void ThreadPool::run(int64_t num_tasks, const Task& fn) {
+  if (num_tasks <= 0) return;
+  if (num_threads_ == 1 || num_tasks == 1) {
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    task_ = &fn;
+    num_tasks_ = num_tasks;
+    next_task_.store(0);
+    busy_workers_.store(num_threads_ - 1);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  work(0);
+  while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+}
+
+void ThreadPool::worker_loop(int worker) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin for a while: the next job of a decode step usually follows within microseconds.
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; gen == seen && spin < 20000; ++spin) {
+      _mm_pause();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (gen == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      gen = generation_.load();
+    }
+    seen = gen;
+    if (stop_.load()) return;
+    work(worker);
+    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace dsv4

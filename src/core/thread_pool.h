@@ -1,0 +1,62 @@
+// A persistent pool of worker threads for data-parallel loops.
+//
+// run(n, fn) calls fn(task, worker) for task = 0..n-1, spread over the workers and
+// the calling thread, and returns when all calls are done. Tasks are handed out
+// dynamically; callers keep results independent of which worker ran a task (each
+// task writes its own outputs), so results never depend on the thread count.
+// Workers spin briefly between jobs (decode steps issue many small loops), then sleep.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dsv4 {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads = 0);  // 0 = hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return num_threads_; }
+
+  using Task = std::function<void(int64_t task, int worker)>;
+  void run(int64_t num_tasks, const Task& fn);
+
+  // Splits [0, n) into chunks of at least `grain` items: fn(begin, end, worker).
+  template <typename F>
+  void parallel_for(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(n / std::max<int64_t>(grain, 1),
+                                                            int64_t(num_threads_) * 4));
+    if (chunks == 1) { fn(int64_t(0), n, 0); return; }
+    const int64_t step = (n + chunks - 1) / chunks;
+    chunks = (n + step - 1) / step;
+    run(chunks, [&](int64_t c, int worker) {
+      int64_t b = c * step, e = std::min(n, b + step);
+      fn(b, e, worker);
+    });
+  }
+
+ private:
+  void worker_loop(int worker);
+  void work(int worker);
+
+  int num_threads_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> next_task_{0};
+  std::atomic<int> busy_workers_{0};
+  std::atomic<bool> stop_{false};
+  int64_t num_tasks_ = 0;
+  const Task* task_ = nullptr;
+};
+
+}  // namespace dsv4

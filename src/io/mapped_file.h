@@ -1,0 +1,31 @@
+// A read-only memory mapping of a whole file. Weights are used in place from it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace dsv4 {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  explicit MappedFile(const std::filesystem::path& path);  // throws Error naming the file
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void release();
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace dsv4

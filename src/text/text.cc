@@ -1,0 +1,1 @@
+// Anchor of the text library (tokenizer and chat format live beside it).

@@ -1,0 +1,38 @@
+// Shared helpers of the engine tests: paths, golden tensors, error metrics, running the CLI.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+
+namespace dsv4::test {
+
+std::filesystem::path data_path(const std::string& relative);  // under tests/data
+std::filesystem::path tiny_a_dir();                               // tests/data/tiny-a
+// A fresh, empty scratch directory for one test (under the build tree).
+std::filesystem::path scratch_dir(const std::string& name);
+
+// Reads any float/int tensor as f32 / i64 values.
+std::vector<float> read_f32(const TensorInfo& t);
+std::vector<int64_t> read_i64(const TensorInfo& t);
+
+// Per-row relative L2 error ||c - g|| / ||g|| over rows of `cols` values; rows whose golden
+// norm is zero are divided by the rms of all golden row norms instead (as the golden README).
+std::vector<double> row_rel_l2(const std::vector<float>& computed, const std::vector<float>& golden,
+                               int64_t cols);
+struct ErrorSummary {
+  double median = 0, p90 = 0, max = 0;
+};
+ErrorSummary summarize(std::vector<double> errors);
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+// Runs the built dsv4 binary with the given argument string (shell syntax).
+CommandOutput run_cli(const std::string& args);
+CommandOutput run_shell(const std::string& command);
+
+}  // namespace dsv4::test

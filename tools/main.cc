@@ -1,0 +1,27 @@
+// dsv4: inspect, score, generate, chat, bench and make DeepSeek-V4 checkpoints.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dsv4: DeepSeek-V4 inference with MTP speculative decoding"};
+  app.require_subcommand(1);
+  dsv4::cli::CommandResult result;
+  dsv4::cli::register_inspect(app, result);
+  dsv4::cli::register_make_checkpoint(app, result);
+  dsv4::cli::register_score(app, result);
+  dsv4::cli::register_generate(app, result);
+  dsv4::cli::register_chat(app, result);
+  dsv4::cli::register_bench(app, result);
+  dsv4::cli::register_tokenize(app, result);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dsv4: error: %s\n", e.what());
+    return 1;
+  }
+  return result.exit_code;
+}
