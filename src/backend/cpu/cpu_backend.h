@@ -1,0 +1,77 @@
+// The portable CPU backend: multithreaded (one persistent pool), SIMD kernels chosen at
+// run time (AVX2/FMA everywhere, AVX-512 where present), weights read in place from the
+// mapped checkpoint.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace dsv4 {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int num_threads = 0);
+  ~CpuBackend() override;
+
+  const char* name() const override { return "cpu"; }
+  int num_threads() const override { return pool_.size(); }
+  ThreadPool& pool() { return pool_; }
+
+  void* allocate(size_t bytes) override;
+  void release(void* p) override;
+
+  void to_host(const Tensor& t, void* dst) override;
+  void from_host(Tensor& t, const void* src) override;
+  void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
+  void store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) override;
+
+  void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;
+  void grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
+                      LinearOptions opt) override;
+  void rms_norm(const Tensor& x, const WeightView& weight, float eps, Tensor& y) override;
+  void head_rms_norm(Tensor& q, float eps) override;
+  void rope(Tensor& x, std::span<const int64_t> positions, const RopeSpec& spec, bool inverse) override;
+  void fake_quant_fp8(Tensor& x, int64_t cols, int block) override;
+  void hadamard_fp4(Tensor& x) override;
+  void scale(const Tensor& x, float s, Tensor& y) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+
+  void hc_pre(const Tensor& x, const HcWeights& w, int64_t sinkhorn_iters, float hc_eps, float norm_eps,
+              HcPreOut& out) override;
+  void hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) override;
+  void hc_head(const Tensor& x, const HcHeadWeights& w, float hc_eps, float norm_eps, Tensor& y) override;
+
+  void embed(const WeightView& table, std::span<const int32_t> tokens, int64_t copies, Tensor& out) override;
+
+  void sparse_attention(const Tensor& q, std::span<const AttentionRow> rows, const Tensor* selected,
+                        const WeightView& sink, float softmax_scale, Tensor& out) override;
+
+  void compressor_store(const Tensor& kv, const Tensor& score, const WeightView& ape,
+                        std::span<const int64_t> positions, std::span<RowTable* const> states) override;
+  void compressor_pool(std::span<const PoolRequest> requests, int64_t ratio, bool overlap, int64_t width,
+                       Tensor& pooled) override;
+  void indexer_select(const Tensor& q, const Tensor& weights, std::span<const IndexerRow> rows, int64_t top_k,
+                      Tensor& selected, Tensor* scores) override;
+
+  void moe_route(const Tensor& logits, const RouteParams& p, Tensor& weights, Tensor& indices) override;
+  void moe_experts(const Tensor& x, const Tensor& weights, const Tensor& indices,
+                   std::span<const ExpertWeights> experts, float swiglu_limit, Tensor& routed) override;
+  void swiglu(const Tensor& g, const Tensor& u, float swiglu_limit, Tensor& h) override;
+
+  // Per-thread scratch of at least `bytes` (valid until the next call on that worker).
+  float* scratch(int worker, size_t floats);
+
+ private:
+  const std::vector<float>& rope_frequencies(const RopeSpec& spec);
+
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;
+  std::mutex rope_mutex_;
+  std::vector<std::pair<RopeSpec, std::vector<float>>> rope_cache_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,126 @@
+// Hyper-connections on the CPU: hc_pre (mixing weights with Sinkhorn), hc_post, hc_head.
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gemm.h"
+#include "core/error.h"
+#include "core/number_formats.h"
+
+namespace dsv4 {
+
+namespace {
+
+float f32_at(const WeightView& w, int64_t i) {
+  float f;
+  std::memcpy(&f, w.data + i * 4, 4);
+  return f;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// mixes[n] = (fn · vec(x[n])) / sqrt(mean(vec(x[n])²) + eps), fp32.
+void hc_mixes(CpuBackend& be, const Tensor& x, const WeightView& fn, float norm_eps, float* mixes) {
+  const int64_t n = x.dim(0), width = x.numel() / n, mix = fn.rows;
+  DSV4_CHECK(fn.cols == width, "hyper-connection '", fn.name(), "': expects ", fn.cols, " inputs, got ", width);
+  cpu::PreparedInput in{x.f32(), nullptr, n, width};
+  be.pool().parallel_for(mix, 1, [&](int64_t m0, int64_t m1, int worker) {
+    cpu::gemm_rows(in, fn, m0, m1, mixes, mix, false, be.scratch(worker, size_t(width)));
+  });
+  for (int64_t r = 0; r < n; ++r) {
+    const float* v = x.f32() + r * width;
+    float ss = 0.0f;
+    for (int64_t k = 0; k < width; ++k) ss += v[k] * v[k];
+    const float rs = 1.0f / std::sqrt(ss / float(width) + norm_eps);
+    for (int64_t j = 0; j < mix; ++j) mixes[r * mix + j] *= rs;
+  }
+}
+
+// y[n] = round_bf16(sum_j weight[n, j] · x[n, j])
+void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
+  const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k = 0; k < D; ++k) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < hc; ++j) acc += weight[r * hc + j] * x.f32()[(r * hc + j) * D + k];
+      y.f32()[r * D + k] = round_bf16(acc);
+    }
+}
+
+}  // namespace
+
+void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, float eps, float norm_eps,
+                        HcPreOut& out) {
+  const int64_t n = x.dim(0), hc = x.dim(1), mix = (2 + hc) * hc;
+  std::vector<float> mixes(size_t(n * mix));
+  hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
+  std::vector<float> pre(size_t(n * hc));
+  const float s0 = f32_at(w.scale, 0), s1 = f32_at(w.scale, 1), s2 = f32_at(w.scale, 2);
+  for (int64_t r = 0; r < n; ++r) {
+    const float* m = mixes.data() + r * mix;
+    for (int64_t j = 0; j < hc; ++j) {
+      pre[size_t(r * hc + j)] = sigmoid(m[j] * s0 + f32_at(w.base, j)) + eps;
+      out.post.f32()[r * hc + j] = 2.0f * sigmoid(m[hc + j] * s1 + f32_at(w.base, hc + j));
+    }
+    float* c = out.comb.f32() + r * hc * hc;
+    for (int64_t j = 0; j < hc; ++j) {  // softmax over each row, + eps
+      float mx = -INFINITY;
+      for (int64_t k = 0; k < hc; ++k) {
+        c[j * hc + k] = m[2 * hc + j * hc + k] * s2 + f32_at(w.base, 2 * hc + j * hc + k);
+        mx = std::max(mx, c[j * hc + k]);
+      }
+      float sum = 0.0f;
+      for (int64_t k = 0; k < hc; ++k) sum += (c[j * hc + k] = std::exp(c[j * hc + k] - mx));
+      for (int64_t k = 0; k < hc; ++k) c[j * hc + k] = c[j * hc + k] / sum + eps;
+    }
+    auto normalize_columns = [&] {
+      for (int64_t k = 0; k < hc; ++k) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < hc; ++j) sum += c[j * hc + k];
+        for (int64_t j = 0; j < hc; ++j) c[j * hc + k] /= sum + eps;
+      }
+    };
+    normalize_columns();
+    for (int64_t it = 1; it < iters; ++it) {
+      for (int64_t j = 0; j < hc; ++j) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < hc; ++k) sum += c[j * hc + k];
+        for (int64_t k = 0; k < hc; ++k) c[j * hc + k] /= sum + eps;
+      }
+      normalize_columns();
+    }
+  }
+  weighted_stream_sum(x, pre.data(), out.u);
+  if (!out.mixes.empty()) std::memcpy(out.mixes.data, mixes.data(), mixes.size() * 4);
+  if (!out.pre.empty()) std::memcpy(out.pre.data, pre.data(), pre.size() * 4);
+}
+
+void CpuBackend::hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) {
+  const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
+  pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* c = comb.f32() + r * hc * hc;
+      for (int64_t k = 0; k < hc; ++k) {
+        const float p = post.f32()[r * hc + k];
+        for (int64_t e = 0; e < D; ++e) {
+          float mixed = 0.0f;
+          for (int64_t j = 0; j < hc; ++j) mixed += c[j * hc + k] * x.f32()[(r * hc + j) * D + e];
+          y.f32()[(r * hc + k) * D + e] = round_bf16(p * f.f32()[r * D + e] + mixed);
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::hc_head(const Tensor& x, const HcHeadWeights& w, float eps, float norm_eps, Tensor& y) {
+  const int64_t n = x.dim(0), hc = x.dim(1);
+  std::vector<float> mixes(size_t(n * hc));
+  hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
+  const float s = f32_at(w.scale, 0);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < hc; ++j)
+      mixes[size_t(r * hc + j)] = sigmoid(mixes[size_t(r * hc + j)] * s + f32_at(w.base, j)) + eps;
+  weighted_stream_sum(x, mixes.data(), y);
+}
+
+}  // namespace dsv4

@@ -1,0 +1,76 @@
+#include "cache/sequence_cache.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+RowPool* CachePools::get(DType dtype, int64_t row_elems) {
+  auto& p = pools_[{dtype, row_elems}];
+  if (!p) p = std::make_unique<RowPool>(memory_, dtype, row_elems, rows_per_block_);
+  return p.get();
+}
+
+int64_t CachePools::bytes_in_use() const {
+  int64_t total = 0;
+  for (auto& [key, p] : pools_) total += p->blocks_allocated() * int64_t(p->block_bytes());
+  return total;
+}
+
+SequenceCache::SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain)
+    : retain_(retain) {
+  layers_.resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerCacheGeometry& g = layers[i];
+    LayerCache& c = layers_[i];
+    c.geometry = g;
+    c.kv = RowTable(pools.get(DType::BF16, g.head_dim));
+    if (g.ratio > 0) {
+      c.state = RowTable(pools.get(DType::F32, g.state_width));
+      c.entries = RowTable(pools.get(DType::BF16, g.head_dim));
+    }
+    if (g.index_head_dim > 0) {
+      c.index_state = RowTable(pools.get(DType::F32, g.index_state_width));
+      c.index_keys = RowTable(pools.get(DType::BF16, g.index_head_dim));
+    }
+  }
+}
+
+void SequenceCache::truncate(int64_t new_length) {
+  DSV4_CHECK(new_length >= 0 && new_length <= length_, "truncate: new length ", new_length,
+             " is outside [0, ", length_, "]");
+  DSV4_CHECK(new_length >= min_length_, "truncate: cannot roll back to length ", new_length,
+             "; rows before length ", min_length_, " were released (rollback limit ", retain_, " tokens)");
+  for (LayerCache& c : layers_) {
+    c.kv.truncate(new_length);
+    if (c.geometry.ratio > 0) {
+      c.state.truncate(new_length);
+      c.entries.truncate(new_length / c.geometry.ratio);
+    }
+    if (c.geometry.index_head_dim > 0) {
+      c.index_state.truncate(new_length);
+      c.index_keys.truncate(new_length / c.geometry.ratio);
+    }
+  }
+  length_ = new_length;
+}
+
+void SequenceCache::release_unneeded() {
+  // After a rollback to any length L >= length - retain, attention at position L needs raw
+  // rows from L - window + 1 on, and the next compressed entry pools positions from
+  // (L / ratio - 1) · ratio on (the overlapping compressor reads the previous block).
+  const int64_t oldest = std::max<int64_t>(0, length_ - retain_);
+  min_length_ = std::max(min_length_, oldest);
+  for (LayerCache& c : layers_) {
+    const LayerCacheGeometry& g = c.geometry;
+    c.kv.release_before(std::max<int64_t>(0, oldest - g.window + 1));
+    if (g.ratio > 0) {
+      const int64_t first_state = std::max<int64_t>(0, (oldest / g.ratio - 1) * g.ratio);
+      c.state.release_before(first_state);
+      if (g.index_head_dim > 0) c.index_state.release_before(first_state);
+    }
+  }
+}
+
+}  // namespace dsv4

@@ -1,0 +1,78 @@
+// Per-sequence state of the attention layers, in paged row tables.
+//
+// Every row is addressed by the position (or compressed entry) it belongs to, so the
+// state after processing L tokens is exactly "the rows below L" — the compressor's
+// pending block is just its per-position state rows past the last complete block.
+// Rolling back (truncate) therefore only drops rows; rows that rejected drafts wrote
+// disappear with them. Rows are kept for `retain` positions beyond what attention
+// needs, so that any rollback of up to `retain` tokens finds every row it needs.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "cache/row_pool.h"
+#include "core/device_memory.h"
+
+namespace dsv4 {
+
+// The row pools of one model (target or draft), shared by all its sequences.
+class CachePools {
+ public:
+  explicit CachePools(DeviceMemory& memory, int64_t rows_per_block = 64)
+      : memory_(memory), rows_per_block_(rows_per_block) {}
+  RowPool* get(DType dtype, int64_t row_elems);
+  int64_t bytes_in_use() const;
+
+ private:
+  DeviceMemory& memory_;
+  int64_t rows_per_block_;
+  std::map<std::pair<DType, int64_t>, std::unique_ptr<RowPool>> pools_;
+};
+
+struct LayerCacheGeometry {
+  int64_t head_dim = 0;           // raw KV row width
+  int64_t window = 0;
+  int64_t ratio = 0;              // 0: window only
+  int64_t state_width = 0;        // compressor state row: [kv | score] (2 · projection width)
+  int64_t index_head_dim = 0;     // > 0 when the layer has an indexer
+  int64_t index_state_width = 0;
+};
+
+struct LayerCache {
+  LayerCacheGeometry geometry;
+  RowTable kv;            // raw KV rows by position (bf16 values)
+  RowTable state;         // compressor per-position [kv | score + ape] (f32)
+  RowTable entries;       // compressed KV entries (bf16 values)
+  RowTable index_state;   // indexer compressor per-position state (f32)
+  RowTable index_keys;    // indexer compressed keys (bf16 values)
+};
+
+class SequenceCache {
+ public:
+  SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain);
+
+  int64_t length() const { return length_; }
+  void set_length(int64_t n) { length_ = n; }
+  int64_t retain() const { return retain_; }
+  LayerCache& layer(size_t i) { return layers_[i]; }
+  size_t num_layers() const { return layers_.size(); }
+
+  // Returns the state to what it was after `new_length` tokens. Throws if that needs rows
+  // already released (a rollback longer than `retain` tokens).
+  void truncate(int64_t new_length);
+  // Releases rows no rollback of up to `retain` tokens can need any more.
+  void release_unneeded();
+  // The earliest length truncate() can still return to.
+  int64_t min_truncate_length() const { return min_length_; }
+
+ private:
+  int64_t length_ = 0;
+  int64_t retain_ = 0;
+  int64_t min_length_ = 0;
+  std::vector<LayerCache> layers_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,38 @@
+// One DeepSeek-V4 block (spec §3 "Block"): attention and MoE, each between an hc_pre
+// and an hc_post of the hyper-connection streams.
+#pragma once
+#include <string>
+
+#include "model/attention.h"
+#include "model/hyper_connection.h"
+#include "model/moe.h"
+
+namespace dsv4 {
+
+class Block {
+ public:
+  // scope: the golden name prefix ("L3", "mtp"); cache_layer: index into each sequence's layer caches.
+  Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer);
+
+  // x: [N, hc, D] streams → streams after the block.
+  Tensor forward(Pass& p, const Tensor& x) const;
+
+  const Attention& attention() const { return attention_; }
+  const Moe& moe() const { return moe_; }
+  const HyperConnection& hc_attn() const { return hc_attn_; }
+  const HyperConnection& hc_ffn() const { return hc_ffn_; }
+  const BlockWeights& weights() const { return w_; }
+  const std::string& scope() const { return scope_; }
+  size_t cache_layer() const { return cache_layer_; }
+
+ private:
+  const BlockWeights& w_;
+  float eps_;
+  std::string scope_;
+  size_t cache_layer_;
+  HyperConnection hc_attn_, hc_ffn_;
+  Attention attention_;
+  Moe moe_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,60 @@
+// One forward pass over a batch of sequences: the rows (tokens at positions), the
+// sequences they belong to, scratch memory, and an optional tracer that records named
+// intermediates ("L0.prefill.q") under the golden data's names and layouts.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cache/sequence_cache.h"
+#include "core/workspace.h"
+
+namespace dsv4 {
+
+class Tracer {
+ public:
+  struct Entry {
+    DType dtype = DType::F32;  // F32 or I64
+    std::vector<int64_t> shape;
+    std::vector<float> f32;
+    std::vector<int64_t> i64;
+  };
+  void record(const std::string& name, const Tensor& t, Backend& be);
+  const Entry* find(const std::string& name) const;
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  void clear() { entries_.clear(); }
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
+struct Pass {
+  Pass(Backend& backend, Workspace& workspace, Tracer* t = nullptr) : be(backend), ws(workspace), tracer(t) {}
+
+  Backend& be;
+  Workspace& ws;
+  Tracer* tracer = nullptr;
+  std::string phase = "prefill";          // the golden names' phase: prefill | decode
+
+  std::vector<SequenceCache*> sequences;  // one per batch entry
+  std::vector<int32_t> tokens;            // per row
+  std::vector<int64_t> positions;         // per row
+  std::vector<int32_t> sequence_of_row;   // per row, index into `sequences`
+
+  int64_t rows() const { return int64_t(tokens.size()); }
+  LayerCache& cache(int64_t row, size_t layer) const {
+    return sequences[size_t(sequence_of_row[size_t(row)])]->layer(layer);
+  }
+  Tensor alloc(std::initializer_list<int64_t> dims) { return ws.alloc_f32(dims); }
+  Tensor alloc_i32(std::initializer_list<int64_t> dims) { return ws.alloc(DType::I32, dims); }
+
+  bool tracing() const { return tracer != nullptr; }
+  // Records `t` as "<scope>.<phase>.<name>" when tracing.
+  void trace(const std::string& scope, const std::string& name, const Tensor& t) const {
+    if (tracer) tracer->record(scope + "." + phase + "." + name, t, be);
+  }
+};
+
+}  // namespace dsv4

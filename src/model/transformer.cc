@@ -1,0 +1,115 @@
+#include "model/transformer.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t ratio) {
+  LayerCacheGeometry g;
+  g.head_dim = c.head_dim;
+  g.window = c.sliding_window;
+  g.ratio = ratio;
+  if (ratio > 0) g.state_width = 2 * (ratio == 4 ? 2 : 1) * c.head_dim;
+  if (ratio == 4) {
+    g.index_head_dim = c.index_head_dim;
+    g.index_state_width = 2 * 2 * c.index_head_dim;
+  }
+  return g;
+}
+
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+                         TransformerOptions options)
+    : config_(config), weights_(weights), backend_(backend), options_(options), workspace_(backend),
+      pools_(backend) {
+  blocks_.reserve(weights.layers.size());
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    geometry_.push_back(cache_geometry_for(config, weights.layers[l].compress_ratio));
+    blocks_.emplace_back(weights.layers[l], config, "L" + std::to_string(l), l);
+  }
+}
+
+std::unique_ptr<SequenceCache> Transformer::new_sequence() {
+  return std::make_unique<SequenceCache>(pools_, geometry_, options_.max_rollback);
+}
+
+const float* Transformer::Output::logits_row(size_t request, int64_t i) const {
+  return logits.data() + (logits_begin[request] + i) * vocab;
+}
+
+const float* Transformer::Output::hidden_row(size_t request, int64_t i) const {
+  return hidden.data() + (rows_begin[request] + i) * hidden_width;
+}
+
+void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
+                       Tensor& logits, const std::string& scope) const {
+  const int64_t n = streams.dim(0), D = config_.hidden_size;
+  Tensor y = p.alloc({n, D});
+  p.be.hc_head(streams, hc, float(config_.hc_eps), float(config_.rms_norm_eps), y);
+  p.trace(scope, "hc_head_y", y);
+  p.be.rms_norm(y, norm, float(config_.rms_norm_eps), y);
+  p.trace(scope, "normed", y);
+  p.be.linear(y, weights_.head, logits, {ActQuant::None, /*round_bf16=*/false});
+}
+
+void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
+  DSV4_CHECK(!requests.empty(), "forward: no requests");
+  workspace_.reset();
+  Pass p{backend_, workspace_, tracer};
+  bool all_at_start = true;
+  std::vector<int64_t> logit_rows;
+  out.logits_begin.clear();
+  out.rows_begin.clear();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    DSV4_CHECK(r.sequence && !r.tokens.empty(), "forward: request ", i, " has no tokens");
+    const int64_t start = r.sequence->length();
+    DSV4_CHECK(start + int64_t(r.tokens.size()) <= config_.max_position_embeddings, "sequence of ",
+               start + int64_t(r.tokens.size()), " tokens exceeds the context limit (max_position_embeddings = ",
+               config_.max_position_embeddings, ")");
+    all_at_start &= start == 0;
+    p.sequences.push_back(r.sequence);
+    out.rows_begin.push_back(p.rows());
+    out.logits_begin.push_back(int64_t(logit_rows.size()));
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      const int32_t token = r.tokens[t];
+      DSV4_CHECK(token >= 0 && token < config_.vocab_size, "token id ", token, " is outside the vocabulary (",
+                 config_.vocab_size, " tokens)");
+      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(p.rows());
+      p.tokens.push_back(token);
+      p.positions.push_back(start + int64_t(t));
+      p.sequence_of_row.push_back(int32_t(i));
+    }
+  }
+  p.phase = all_at_start ? "prefill" : "decode";
+
+  const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
+  Tensor x = p.alloc({n, hc, D});
+  p.be.embed(weights_.embed, p.tokens, hc, x);
+  for (const Block& block : blocks_) x = block.forward(p, x);
+
+  const int64_t m = int64_t(logit_rows.size());
+  Tensor selected = x;
+  if (m != n) {
+    selected = p.alloc({m, hc, D});
+    p.be.gather_rows(x, logit_rows, selected);
+  }
+  Tensor logits = p.alloc({m, config_.vocab_size});
+  head(p, selected, weights_.hc_head, weights_.norm, logits, "head");
+
+  out.vocab = config_.vocab_size;
+  out.hidden_width = hc * D;
+  out.logits.resize(size_t(m * config_.vocab_size));
+  p.be.to_host(logits, out.logits.data());
+  out.hidden.resize(size_t(n * hc * D));
+  p.be.to_host(x, out.hidden.data());
+
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SequenceCache* seq = requests[i].sequence;
+    seq->set_length(seq->length() + int64_t(requests[i].tokens.size()));
+    seq->release_unneeded();
+  }
+}
+
+}  // namespace dsv4

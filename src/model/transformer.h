@@ -1,0 +1,70 @@
+// The DeepSeek-V4 target model (spec §3 "Model"): embed → hc copies → blocks → hc_head →
+// norm → head, over batches of sequences whose state lives in paged caches.
+//
+// forward() appends each request's tokens to its sequence at positions length..length+n−1:
+// a prefill (length 0), a decode (one token) and an extend (n tokens anywhere) are the
+// same computation, and give bit-identical rows however the tokens are split into calls.
+#pragma once
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/block.h"
+
+namespace dsv4 {
+
+struct TransformerOptions {
+  int64_t max_rollback = 16;  // tokens a sequence can be truncated back by
+};
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+              TransformerOptions options = {});
+
+  std::unique_ptr<SequenceCache> new_sequence();
+
+  struct Request {
+    SequenceCache* sequence = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;  // logits of every row (verification), else of the last row only
+  };
+  struct Output {
+    std::vector<float> logits;          // [logit rows, V]
+    std::vector<int64_t> logits_begin;  // first logit row of each request
+    std::vector<float> hidden;          // [rows, hc, D]: the streams after the last block (MTP input)
+    std::vector<int64_t> rows_begin;    // first row of each request
+    const float* logits_row(size_t request, int64_t i = 0) const;
+    const float* hidden_row(size_t request, int64_t i) const;
+    int64_t vocab = 0, hidden_width = 0;
+  };
+  void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
+
+  // The final hc_head → norm → head on streams [N, hc, D], fp32 logits [N, V]. The MTP
+  // module calls it with its own hc_head and norm.
+  void head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm, Tensor& logits,
+            const std::string& scope) const;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  Backend& backend() const { return backend_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+  const std::vector<LayerCacheGeometry>& cache_geometry() const { return geometry_; }
+  CachePools& pools() { return pools_; }
+  const TransformerOptions& options() const { return options_; }
+
+ private:
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  Backend& backend_;
+  TransformerOptions options_;
+  Workspace workspace_;
+  CachePools pools_;
+  std::vector<LayerCacheGeometry> geometry_;
+  std::vector<Block> blocks_;
+};
+
+// The cache geometry of a block (shared by the target layers and the MTP layer).
+LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t compress_ratio);
+
+}  // namespace dsv4
