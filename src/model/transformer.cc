@@ -43,14 +43,14 @@ const float* Transformer::Output::hidden_row(size_t request, int64_t i) const {
 }
 
 void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
-                       Tensor& logits, const std::string& scope) const {
+                       const WeightView& head, Tensor& logits, const std::string& scope) const {
   const int64_t n = streams.dim(0), D = config_.hidden_size;
   Tensor y = p.alloc({n, D});
   p.be.hc_head(streams, hc, float(config_.hc_eps), float(config_.rms_norm_eps), y);
   p.trace(scope, "hc_head_y", y);
   p.be.rms_norm(y, norm, float(config_.rms_norm_eps), y);
   p.trace(scope, "normed", y);
-  p.be.linear(y, weights_.head, logits, {ActQuant::None, /*round_bf16=*/false});
+  p.be.linear(y, head, logits, {ActQuant::None, /*round_bf16=*/false});
 }
 
 void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
@@ -96,7 +96,7 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
     p.be.gather_rows(x, logit_rows, selected);
   }
   Tensor logits = p.alloc({m, config_.vocab_size});
-  head(p, selected, weights_.hc_head, weights_.norm, logits, "head");
+  head(p, selected, weights_.hc_head, weights_.norm, weights_.head, logits, "head");
 
   out.vocab = config_.vocab_size;
   out.hidden_width = hc * D;

@@ -40,10 +40,10 @@ class Transformer {
   };
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
 
-  // The final hc_head → norm → head on streams [N, hc, D], fp32 logits [N, V]. The MTP
-  // module calls it with its own hc_head and norm.
-  void head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm, Tensor& logits,
-            const std::string& scope) const;
+  // The final hc_head → norm → head on streams [N, hc, D], fp32 logits [N, rows of `head`].
+  // The MTP module calls it with its own hc_head and norm (and possibly fewer head rows).
+  void head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
+            const WeightView& head, Tensor& logits, const std::string& scope) const;
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

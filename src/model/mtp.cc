@@ -1,0 +1,101 @@
+#include "model/mtp.h"
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+MtpModule::MtpModule(const Transformer& target, const MtpWeights& weights, MtpOptions options)
+    : target_(target), c_(target.config()), w_(weights), options_(options), workspace_(target.backend()),
+      pools_(target.backend()), geometry_{cache_geometry_for(c_, 0)}, block_(weights.block, c_, "mtp", 0),
+      head_view_(target.weights().head) {
+  DSV4_CHECK(weights.block.compress_ratio == 0, "MTP block must be window-only (compress ratio 0)");
+  if (options_.vocab_limit > 0) {
+    DSV4_CHECK(options_.vocab_limit <= head_view_.rows, "mtp vocab limit ", options_.vocab_limit,
+               " exceeds the vocabulary (", head_view_.rows, ")");
+    head_view_.rows = options_.vocab_limit;  // rows are contiguous: a prefix of the same mapping
+  }
+}
+
+std::unique_ptr<SequenceCache> MtpModule::new_sequence() {
+  return std::make_unique<SequenceCache>(pools_, geometry_, options_.max_rollback);
+}
+
+Tensor MtpModule::combine(Pass& p, const Tensor& streams) const {
+  const int64_t n = streams.dim(0), hc = streams.dim(1), D = streams.dim(2);
+  const float eps = float(c_.rms_norm_eps);
+  Tensor e = p.alloc({n, D});
+  p.be.embed(target_.weights().embed, p.tokens, 1, e);
+  p.be.rms_norm(e, w_.enorm, eps, e);
+  p.trace("mtp", "e", e);
+  Tensor h = p.alloc({n, hc, D});
+  p.be.rms_norm(streams, w_.hnorm, eps, h);  // per stream
+  p.trace("mtp", "h", h);
+  Tensor e_proj = p.alloc({n, D});
+  p.be.linear(e, w_.e_proj, e_proj);
+  Tensor h_proj = p.alloc({n, hc, D});
+  p.be.linear(h, w_.h_proj, h_proj);
+  Tensor x = p.alloc({n, hc, D});
+  p.be.add(h_proj, e_proj, x);  // e_proj broadcast to every stream
+  p.trace("mtp", "x_in", x);
+  return x;
+}
+
+void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
+  DSV4_CHECK(!requests.empty(), "mtp forward: no requests");
+  workspace_.reset();
+  Pass p(target_.backend(), workspace_, tracer);
+  const int64_t hc = c_.hc_mult, D = c_.hidden_size, width = hc * D;
+  bool all_at_start = true;
+  std::vector<int64_t> logit_rows;
+  out.logits_begin.clear();
+  out.rows_begin.clear();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    DSV4_CHECK(r.sequence && !r.tokens.empty() && r.streams, "mtp forward: request ", i, " is empty");
+    const int64_t start = r.sequence->length();
+    all_at_start &= start == 0;
+    p.sequences.push_back(r.sequence);
+    out.rows_begin.push_back(p.rows());
+    out.logits_begin.push_back(int64_t(logit_rows.size()));
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      DSV4_CHECK(r.tokens[t] >= 0 && r.tokens[t] < c_.vocab_size, "token id ", r.tokens[t],
+                 " is outside the vocabulary (", c_.vocab_size, " tokens)");
+      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(p.rows());
+      p.tokens.push_back(r.tokens[t]);
+      p.positions.push_back(start + int64_t(t));
+      p.sequence_of_row.push_back(int32_t(i));
+    }
+  }
+  p.phase = all_at_start ? "prefill" : "decode";
+  const int64_t n = p.rows();
+
+  Tensor streams = p.alloc({n, hc, D});
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + int64_t(requests[i].tokens.size()));
+    p.be.from_host(part, requests[i].streams);
+  }
+  Tensor x = block_.forward(p, combine(p, streams));
+
+  const int64_t m = int64_t(logit_rows.size());
+  Tensor selected = x;
+  if (m != n) {
+    selected = p.alloc({m, hc, D});
+    p.be.gather_rows(x, logit_rows, selected);
+  }
+  Tensor logits = p.alloc({m, head_view_.rows});
+  target_.head(p, selected, w_.hc_head, w_.norm, head_view_, logits, "mtp");
+
+  out.vocab = head_view_.rows;
+  out.hidden_width = width;
+  out.logits.resize(size_t(m * head_view_.rows));
+  p.be.to_host(logits, out.logits.data());
+  out.streams.resize(size_t(n * width));
+  p.be.to_host(x, out.streams.data());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SequenceCache* seq = requests[i].sequence;
+    seq->set_length(seq->length() + int64_t(requests[i].tokens.size()));
+    seq->release_unneeded();
+  }
+}
+
+}  // namespace dsv4

@@ -1,0 +1,69 @@
+// The multi-token-prediction module (spec §4): a ratio-0 block fed with the target's
+// streams at position t and the embedding of token t+1, predicting token t+2.
+//
+//   X'_j = h_proj(hnorm(X_t,j)) + e_proj(enorm(embed[token_{t+1}]))   for each stream j
+//   logits = head(norm(hc_head(Block(X'))))     (the target's embedding and head, borrowed)
+//
+// It keeps its own paged KV cache (own pools and block tables, one KV head of head_dim).
+// Rows are appended at positions like the target's: a pass over rows t..t+n−1 of a
+// sequence pairs the given streams with the given tokens.
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace dsv4 {
+
+struct MtpOptions {
+  int64_t vocab_limit = 0;    // draft LM head over the first N vocabulary rows only (0 = all)
+  int64_t max_rollback = 16;
+};
+
+class MtpModule {
+ public:
+  MtpModule(const Transformer& target, const MtpWeights& weights, MtpOptions options = {});
+
+  std::unique_ptr<SequenceCache> new_sequence();
+
+  struct Request {
+    SequenceCache* sequence = nullptr;
+    const float* streams = nullptr;       // [n, hc·D]: the input streams (target's, or the MTP's own)
+    std::span<const int32_t> tokens;      // [n]: the token after each stream's position
+    bool all_logits = false;
+  };
+  struct Output {
+    std::vector<float> logits;            // [logit rows, vocab()]
+    std::vector<int64_t> logits_begin;
+    std::vector<float> streams;           // [rows, hc·D]: the block's output (next chained input)
+    std::vector<int64_t> rows_begin;
+    int64_t vocab = 0, hidden_width = 0;
+    const float* logits_row(size_t request, int64_t i = 0) const { return logits.data() + (logits_begin[request] + i) * vocab; }
+    const float* streams_row(size_t request, int64_t i) const { return streams.data() + (rows_begin[request] + i) * hidden_width; }
+  };
+  void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
+
+  int64_t vocab() const { return head_view_.rows; }        // the draft head's rows
+  int64_t target_vocab() const { return c_.vocab_size; }
+  int64_t hidden_width() const { return c_.hc_mult * c_.hidden_size; }
+  const Block& block() const { return block_; }
+  const MtpWeights& weights() const { return w_; }
+
+  // The combiner (exposed for tests): streams [N, hc, D] and tokens → the block input [N, hc, D].
+  Tensor combine(Pass& p, const Tensor& streams) const;
+
+ private:
+  const Transformer& target_;
+  const ModelConfig& c_;
+  const MtpWeights& w_;
+  MtpOptions options_;
+  Workspace workspace_;
+  CachePools pools_;
+  std::vector<LayerCacheGeometry> geometry_;
+  Block block_;
+  WeightView head_view_;   // the target's head, possibly limited to the first rows
+};
+
+}  // namespace dsv4

@@ -1,0 +1,130 @@
+#include "spec/mtp_proposer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+struct MtpProposer::State final : ProposerState {
+  std::unique_ptr<SequenceCache> cache;
+  std::vector<float> pending_streams;   // rows to compute before the next draft, [n, hc·D]
+  std::vector<int32_t> pending_tokens;
+  int64_t first_draft_position = -1;    // row of the last first draft (target-conditioned, kept)
+};
+
+MtpProposer::MtpProposer(MtpModule& mtp) : mtp_(mtp), width_(mtp.hidden_width()) {}
+
+std::unique_ptr<ProposerState> MtpProposer::new_state() {
+  auto s = std::make_unique<State>();
+  s->cache = mtp_.new_sequence();
+  return s;
+}
+
+void MtpProposer::prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) {
+  State& s = static_cast<State&>(state);
+  DSV4_CHECK(s.cache->length() == 0 && s.pending_tokens.empty(), "mtp proposer: prefill of a used state");
+  // Rows 0..P-2 pair the target's streams at t with token t+1; queued for the first propose.
+  if (prompt.size() < 2) return;
+  const size_t n = prompt.size() - 1;
+  s.pending_streams.assign(target_streams, target_streams + n * size_t(width_));
+  s.pending_tokens.assign(prompt.begin() + 1, prompt.end());
+}
+
+void MtpProposer::accept(ProposerState& state, int accepted, const float* target_streams,
+                         std::span<const int32_t> tokens) {
+  State& s = static_cast<State&>(state);
+  DSV4_CHECK(s.first_draft_position >= 0, "mtp proposer: accept without a proposal");
+  DSV4_CHECK(int64_t(tokens.size()) == accepted, "mtp proposer: ", accepted, " accepted but ", tokens.size(),
+             " tokens given");
+  s.cache->truncate(s.first_draft_position + 1);  // drop the provisional rows of chained drafts
+  s.pending_streams.assign(target_streams, target_streams + size_t(accepted) * size_t(width_));
+  s.pending_tokens.assign(tokens.begin(), tokens.end());
+  s.first_draft_position = -1;
+}
+
+bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Draft& draft,
+                         const SamplingParams& sampling, const TokenMask* mask, std::mt19937_64* rng,
+                         int32_t& token, std::vector<float>* probs) {
+  const int64_t vd = mtp_.vocab();
+  std::span<const uint8_t> allowed;
+  if (mask) {
+    const int64_t V = mtp_.target_vocab();
+    allowed_.assign(size_t(V), 0);
+    context_.assign(req.context.begin(), req.context.end());
+    context_.insert(context_.end(), draft.tokens.begin(), draft.tokens.end());
+    mask->allowed_tokens(req.sequence, context_, allowed_);
+    if (std::none_of(allowed_.begin(), allowed_.begin() + vd, [](uint8_t a) { return a != 0; })) return false;
+    allowed = std::span<const uint8_t>(allowed_.data(), size_t(vd));
+  }
+  std::span<const float> l(logits, size_t(vd));
+  if (sampling.greedy()) {
+    token = argmax_token(l, allowed);
+    return true;
+  }
+  sampling_distribution(l, sampling, allowed, probs_);
+  token = sample_from(probs_, *rng);
+  if (probs) {
+    probs->assign(size_t(mtp_.target_vocab()), 0.0f);  // q over the full vocabulary (0 beyond the draft's)
+    std::copy(probs_.begin(), probs_.end(), probs->begin());
+  }
+  return true;
+}
+
+void MtpProposer::propose(std::span<const DraftRequest> requests, const SamplingParams& sampling,
+                          const TokenMask* mask, std::span<std::mt19937_64*> rngs, bool want_first_logits,
+                          std::vector<Draft>& drafts) {
+  drafts.assign(requests.size(), Draft{});
+  // Draft 1: queued target-conditioned rows + the row of (X_{L-1}, x_L), in one pass.
+  std::vector<std::vector<float>> streams(requests.size());
+  std::vector<std::vector<int32_t>> tokens(requests.size());
+  std::vector<MtpModule::Request> batch;
+  std::vector<size_t> index;  // request of each batch entry
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& r = requests[i];
+    if (r.num_drafts <= 0) continue;
+    State& s = static_cast<State&>(*r.state);
+    DSV4_CHECK(s.cache->length() + int64_t(s.pending_tokens.size()) == r.position, "mtp proposer: state holds ",
+               s.cache->length() + int64_t(s.pending_tokens.size()), " positions, draft requested at ", r.position);
+    streams[i] = std::move(s.pending_streams);
+    streams[i].insert(streams[i].end(), r.target_stream, r.target_stream + width_);
+    tokens[i] = std::move(s.pending_tokens);
+    tokens[i].push_back(r.last_token);
+    s.pending_streams.clear();
+    s.pending_tokens.clear();
+    s.first_draft_position = r.position;
+    batch.push_back({s.cache.get(), streams[i].data(), tokens[i], false});
+    index.push_back(i);
+  }
+  for (int step = 0; !batch.empty(); ++step) {
+    mtp_.forward(batch, out_);
+    std::vector<MtpModule::Request> next;
+    std::vector<size_t> next_index;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const size_t i = index[b];
+      const DraftRequest& r = requests[i];
+      Draft& d = drafts[i];
+      const float* logits = out_.logits_row(b);
+      if (step == 0 && want_first_logits) d.first_logits.assign(logits, logits + mtp_.vocab());
+      int32_t token;
+      std::vector<float> probs;
+      if (!choose(logits, r, d, sampling, mask, rngs.empty() ? nullptr : rngs[i], token,
+                  sampling.greedy() ? nullptr : &probs))
+        continue;  // the mask allows nothing the draft head can say: stop drafting here
+      d.tokens.push_back(token);
+      if (!sampling.greedy()) d.probs.push_back(std::move(probs));
+      if (int(d.tokens.size()) < r.num_drafts) {  // chain: the MTP's own output streams + this draft
+        const int64_t last = int64_t(batch[b].tokens.size()) - 1;
+        const float* s = out_.streams_row(b, last);
+        streams[i].assign(s, s + width_);
+        tokens[i].assign(1, token);
+        next.push_back({batch[b].sequence, streams[i].data(), tokens[i], false});
+        next_index.push_back(i);
+      }
+    }
+    batch = std::move(next);
+    index = std::move(next_index);
+  }
+}
+
+}  // namespace dsv4

@@ -1,0 +1,39 @@
+// The MTP module as a draft proposer (spec §4).
+//
+// Its cache holds one row per position, computed from the *target's* streams: over the
+// prompt (prefill) and, after each verification, for the newly verified positions
+// ("draft extend"). Chained drafts (2..k) run on the MTP's own output streams and write
+// provisional rows that accept() discards. The rows to recompute are queued and run in
+// the same MTP pass as the next first draft, so a step costs k MTP passes, not k + 1.
+#pragma once
+#include "model/mtp.h"
+#include "spec/proposer.h"
+
+namespace dsv4 {
+
+class MtpProposer final : public DraftProposer {
+ public:
+  explicit MtpProposer(MtpModule& mtp);
+
+  std::unique_ptr<ProposerState> new_state() override;
+  void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) override;
+  void propose(std::span<const DraftRequest> requests, const SamplingParams& sampling, const TokenMask* mask,
+               std::span<std::mt19937_64*> rngs, bool want_first_logits, std::vector<Draft>& drafts) override;
+  void accept(ProposerState& state, int accepted, const float* target_streams,
+              std::span<const int32_t> tokens) override;
+
+ private:
+  struct State;
+  // Chooses the next draft token of request i from the MTP logits; false when the mask leaves none.
+  bool choose(const float* logits, const DraftRequest& req, const Draft& draft, const SamplingParams& sampling,
+              const TokenMask* mask, std::mt19937_64* rng, int32_t& token, std::vector<float>* probs);
+
+  MtpModule& mtp_;
+  int64_t width_;
+  MtpModule::Output out_;
+  std::vector<uint8_t> allowed_;
+  std::vector<int32_t> context_;
+  std::vector<float> probs_;
+};
+
+}  // namespace dsv4

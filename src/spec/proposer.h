@@ -1,0 +1,64 @@
+// Draft proposers: anything that guesses the next few tokens cheaply for the target to
+// verify in one pass. The MTP proposer is the first; the interface keeps the decoder
+// independent of it.
+//
+// Protocol, for a sequence whose target has processed tokens x_0..x_{L-1} (streams
+// X_0..X_{L-1}) and has chosen x_L:
+//   propose(x_L, X_{L-1}, position L-1, k)  → d_1..d_k        (draft for positions L+1..L+k)
+//   the target verifies [x_L, d_1..d_k] and accepts a of them
+//   accept(a, X_L..X_{L+a-1}, d_1..d_a)                       (before the next propose)
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "spec/sampler.h"
+#include "spec/token_mask.h"
+
+namespace dsv4 {
+
+// Per-sequence state of a proposer (its own caches); released when destroyed.
+class ProposerState {
+ public:
+  virtual ~ProposerState() = default;
+};
+
+struct DraftRequest {
+  ProposerState* state = nullptr;
+  int32_t last_token = 0;                   // x_L: chosen, not yet processed by the target
+  const float* target_stream = nullptr;     // X_{L-1}: the target's streams at `position`
+  int64_t position = 0;                     // L - 1
+  int num_drafts = 0;
+  size_t sequence = 0;                      // for the mask
+  std::span<const int32_t> context;         // x_0..x_L (for the mask)
+};
+
+struct Draft {
+  std::vector<int32_t> tokens;              // d_1..d_k
+  std::vector<std::vector<float>> probs;    // sampling mode: the distribution each d_j was drawn from
+  std::vector<float> first_logits;          // when requested: the logits that chose d_1
+};
+
+class DraftProposer {
+ public:
+  virtual ~DraftProposer() = default;
+  virtual std::unique_ptr<ProposerState> new_state() = 0;
+
+  // Fills the state over a prompt x_0..x_{P-1} from the target's prefill streams X_0..X_{P-1}.
+  virtual void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) = 0;
+
+  // Proposes drafts for several sequences at once. `rngs[i]` draws request i's samples
+  // (sampling mode); `mask` may be null.
+  virtual void propose(std::span<const DraftRequest> requests, const SamplingParams& sampling,
+                       const TokenMask* mask, std::span<std::mt19937_64*> rngs, bool want_first_logits,
+                       std::vector<Draft>& drafts) = 0;
+
+  // After verification: `accepted` drafts were kept; `target_streams` are the target's
+  // streams X_L..X_{L+accepted-1} of the verify pass, `tokens` the accepted drafts.
+  // Provisional state of rejected drafts is discarded.
+  virtual void accept(ProposerState& state, int accepted, const float* target_streams,
+                      std::span<const int32_t> tokens) = 0;
+};
+
+}  // namespace dsv4

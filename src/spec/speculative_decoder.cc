@@ -1,0 +1,227 @@
+#include "spec/speculative_decoder.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+struct SpeculativeDecoder::Sequence {
+  size_t index = 0;
+  std::unique_ptr<SequenceCache> cache;
+  std::unique_ptr<ProposerState> draft_state;
+  std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
+  std::vector<float> last_stream;    // the target's streams at the last processed position
+  std::mt19937_64 rng;
+  SequenceOutput* out = nullptr;
+  bool done = false;
+
+  int32_t last() const { return context.back(); }
+};
+
+SpeculativeDecoder::SpeculativeDecoder(Transformer& target, DraftProposer* proposer)
+    : target_(target), proposer_(proposer) {}
+
+void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra,
+                                             const GenerateOptions& o, std::vector<float>& p) {
+  const int64_t V = target_.config().vocab_size;
+  std::span<const uint8_t> allowed;
+  if (o.mask) {
+    context_.assign(s.context.begin(), s.context.end());
+    context_.insert(context_.end(), extra.begin(), extra.end());
+    allowed_.assign(size_t(V), 0);
+    o.mask->allowed_tokens(s.index, context_, allowed_);
+    allowed = allowed_;
+  }
+  sampling_distribution(std::span<const float>(logits, size_t(V)), o.sampling, allowed, p);
+}
+
+int32_t SpeculativeDecoder::choose(const float* logits, Sequence& s, std::span<const int32_t> extra,
+                                   const GenerateOptions& o) {
+  std::vector<float> p;
+  if (o.sampling.greedy() && !o.mask)
+    return argmax_token(std::span<const float>(logits, size_t(target_.config().vocab_size)));
+  target_distribution(logits, s, extra, o, p);
+  return o.sampling.greedy() ? int32_t(std::max_element(p.begin(), p.end()) - p.begin()) : sample_from(p, s.rng);
+}
+
+int SpeculativeDecoder::verify(Sequence& s, const Draft& draft, const Transformer::Output& out, size_t request,
+                               const GenerateOptions& o, int32_t& next) {
+  const int k = int(draft.tokens.size());
+  std::span<const int32_t> d(draft.tokens);
+  std::vector<float> p, residual;
+  for (int i = 0; i < k; ++i) {
+    const float* logits = out.logits_row(request, i);
+    const int32_t t = d[size_t(i)];
+    if (o.sampling.greedy()) {
+      const int32_t c = choose(logits, s, d.first(size_t(i)), o);
+      if (t != c) { next = c; return i; }
+      continue;
+    }
+    target_distribution(logits, s, d.first(size_t(i)), o, p);
+    const std::vector<float>& q = draft.probs[size_t(i)];
+    // Accept with probability min(1, p(t) / q(t)).
+    if (q[size_t(t)] > 0 && uniform01(s.rng) * double(q[size_t(t)]) < double(p[size_t(t)])) continue;
+    residual.resize(p.size());
+    double mass = 0;
+    for (size_t v = 0; v < p.size(); ++v) mass += (residual[v] = std::max(0.0f, p[v] - q[v]));
+    if (mass > 0) {
+      for (auto& r : residual) r = float(r / mass);
+      next = sample_from(residual, s.rng);
+    } else {
+      next = sample_from(p, s.rng);
+    }
+    return i;
+  }
+  next = choose(out.logits_row(request, k), s, d, o);  // all accepted: the bonus token
+  return k;
+}
+
+std::vector<SequenceOutput> SpeculativeDecoder::generate(std::span<const std::vector<int32_t>> prompts,
+                                                         const GenerateOptions& o, const TokenCallback& on_tokens) {
+  DSV4_CHECK(!prompts.empty(), "generate: no prompts");
+  DSV4_CHECK(o.draft_tokens >= 0, "generate: negative draft count");
+  DSV4_CHECK(o.draft_tokens == 0 || proposer_, "generate: speculation needs a draft proposer (the checkpoint has no MTP module)");
+  DSV4_CHECK(o.max_new_tokens >= 0, "generate: negative max_new_tokens");
+  const ModelConfig& c = target_.config();
+  const int k = o.draft_tokens;
+  metrics_ = DecodeMetrics{};
+  metrics_.drafted_at.assign(size_t(k), 0);
+  metrics_.accepted_at.assign(size_t(k), 0);
+
+  std::vector<SequenceOutput> results(prompts.size());
+  std::vector<Sequence> seqs(prompts.size());
+  std::vector<Transformer::Request> requests;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    DSV4_CHECK(!prompts[i].empty(), "prompt ", i, " is empty");
+    DSV4_CHECK(int64_t(prompts[i].size()) < c.max_position_embeddings, "prompt ", i, " has ", prompts[i].size(),
+               " tokens; the context limit is ", c.max_position_embeddings);
+    Sequence& s = seqs[i];
+    s.index = i;
+    s.cache = target_.new_sequence();
+    if (k > 0) s.draft_state = proposer_->new_state();
+    s.context = prompts[i];
+    s.rng.seed(o.sampling.seed * 0x9E3779B97F4A7C15ull + i);
+    s.out = &results[i];
+    s.done = o.max_new_tokens == 0;
+    requests.push_back({s.cache.get(), prompts[i], false});
+    metrics_.prompt_tokens += int64_t(prompts[i].size());
+  }
+
+  // Emits tokens in order, stopping at EOS or max_new_tokens exactly where plain decoding would.
+  auto emit = [&](Sequence& s, std::span<const int32_t> tokens, bool from_decode) {
+    size_t n = 0;
+    for (int32_t t : tokens) {
+      if (s.done) break;
+      s.out->tokens.push_back(t);
+      s.context.push_back(t);
+      ++n;
+      if (o.eos && t == *o.eos) s.done = s.out->stopped_at_eos = true;
+      if (int64_t(s.out->tokens.size()) >= o.max_new_tokens) s.done = true;
+    }
+    metrics_.generated_tokens += int64_t(n);
+    if (from_decode) metrics_.decode_tokens += int64_t(n);
+    if (on_tokens && n) on_tokens(s.index, tokens.first(n));
+  };
+
+  Transformer::Output out;
+  auto t0 = std::chrono::steady_clock::now();
+  target_.forward(requests, out);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = seqs[i];
+    const int64_t P = int64_t(prompts[i].size());
+    s.last_stream.assign(out.hidden_row(i, P - 1), out.hidden_row(i, P - 1) + out.hidden_width);
+    if (s.done) continue;
+    if (k > 0) proposer_->prefill(*s.draft_state, prompts[i], out.hidden_row(i, 0));
+    const int32_t first = choose(out.logits_row(i), s, {}, o);
+    emit(s, std::span<const int32_t>(&first, 1), false);
+  }
+  metrics_.prefill_seconds = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::vector<DraftRequest> draft_requests;
+  std::vector<size_t> drafting;                 // sequences that asked for drafts
+  std::vector<Draft> drafts;
+  std::vector<std::vector<int32_t>> verify_tokens(seqs.size());
+  std::vector<size_t> active;
+  std::vector<std::mt19937_64*> rngs;
+  for (;;) {
+    active.clear();
+    for (auto& s : seqs)
+      if (!s.done) {
+        if (s.cache->length() + 1 > c.max_position_embeddings) s.done = true;  // no room for another token
+        else active.push_back(s.index);
+      }
+    if (active.empty()) break;
+
+    // Drafts: at most what can still be emitted after the target's own token, and what fits.
+    draft_requests.clear();
+    drafting.clear();
+    rngs.clear();
+    for (size_t i : active) {
+      Sequence& s = seqs[i];
+      const int64_t remaining = o.max_new_tokens - int64_t(s.out->tokens.size());
+      const int64_t room = c.max_position_embeddings - s.cache->length() - 1;
+      const int n = int(std::min<int64_t>({k, remaining - 1, room}));
+      if (n <= 0) continue;
+      draft_requests.push_back({s.draft_state.get(), s.last(), s.last_stream.data(), s.cache->length() - 1, n, i,
+                                s.context});
+      drafting.push_back(i);
+      rngs.push_back(&s.rng);
+    }
+    drafts.assign(seqs.size(), Draft{});
+    if (!draft_requests.empty()) {
+      std::vector<Draft> got;
+      proposer_->propose(draft_requests, o.sampling, o.mask, rngs, o.record_first_draft_logits, got);
+      for (size_t j = 0; j < drafting.size(); ++j) drafts[drafting[j]] = std::move(got[j]);
+    }
+
+    // One verify pass over [last, d_1..d_k] of every active sequence.
+    requests.clear();
+    for (size_t i : active) {
+      Sequence& s = seqs[i];
+      verify_tokens[i].assign(1, s.last());
+      verify_tokens[i].insert(verify_tokens[i].end(), drafts[i].tokens.begin(), drafts[i].tokens.end());
+      requests.push_back({s.cache.get(), verify_tokens[i], true});
+    }
+    target_.forward(requests, out);
+    ++metrics_.passes;
+
+    for (size_t r = 0; r < active.size(); ++r) {
+      Sequence& s = seqs[active[r]];
+      const Draft& d = drafts[s.index];
+      const int64_t L = s.cache->length() - int64_t(verify_tokens[s.index].size());  // before this pass
+      if (o.record_first_draft_logits && !d.first_logits.empty())
+        s.out->first_draft_logits.emplace_back(L - 1, d.first_logits);
+      int32_t next = 0;
+      const int a = verify(s, d, out, r, o, next);
+      ++metrics_.sequence_steps;
+      metrics_.drafted += int64_t(d.tokens.size());
+      metrics_.accepted += a;
+      for (size_t j = 0; j < d.tokens.size(); ++j) {
+        ++metrics_.drafted_at[j];
+        if (int(j) < a) ++metrics_.accepted_at[j];
+      }
+      s.cache->truncate(L + 1 + a);
+      std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + a);
+      emitted.push_back(next);
+      emit(s, emitted, true);
+      s.last_stream.assign(out.hidden_row(r, a), out.hidden_row(r, a) + out.hidden_width);
+      // A sequence that did not draft this step is at its last token or at the context limit.
+      const bool proposed = std::find(drafting.begin(), drafting.end(), s.index) != drafting.end();
+      if (proposed && !s.done)
+        proposer_->accept(*s.draft_state, a, out.hidden_row(r, 0), std::span<const int32_t>(d.tokens).first(size_t(a)));
+    }
+  }
+  metrics_.decode_seconds = seconds_since(t0);
+  return results;
+}
+
+}  // namespace dsv4
