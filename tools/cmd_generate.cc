@@ -1,0 +1,106 @@
+// dsv4 generate: greedy or sampled continuation of token-id prompts, plain or with MTP
+// speculative decoding (--draft K). Several --prompt-tokens decode together as a batch.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "core/error.h"
+#include "generate_text.h"
+#include "spec/engine.h"
+#include "spec/speculative_decoder.h"
+#include "token_args.h"
+
+namespace dsv4::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::vector<std::string> prompt_tokens;
+  std::string prompt;  // text (needs the checkpoint's tokenizer)
+  int64_t max_new_tokens = 64;
+  float temperature = 0.0f, top_p = 1.0f;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  bool json = false, ignore_eos = false;
+  int draft = 0;
+  int64_t mtp_vocab = 0;
+  int threads = 0;
+};
+
+int run_generate(const GenerateArgs& a) {
+  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
+  auto engine = Engine::open(a.model, {a.threads, a.draft > 0, a.mtp_vocab, 16});
+  const ModelConfig& c = engine->config();
+  DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
+             " needs the MTP module, but the checkpoint has none (use --draft 0)");
+  GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.draft_tokens = a.draft;
+  o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
+  DSV4_CHECK(a.temperature >= 0, "--temperature must be >= 0");
+  DSV4_CHECK(a.top_p > 0 && a.top_p <= 1, "--top-p must be in (0, 1]");
+  if (!a.ignore_eos) o.eos = int32_t(c.eos_token_id);
+
+  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json);
+
+  std::vector<std::vector<int32_t>> prompts;
+  for (auto& p : a.prompt_tokens) {
+    prompts.push_back(parse_token_list(p));
+    check_token_ids(prompts.back(), c.vocab_size, "--prompt-tokens");
+  }
+  SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  auto outputs = decoder.generate(prompts, o);
+  const DecodeMetrics& m = decoder.metrics();
+  if (a.json) {
+    nlohmann::json j;
+    if (outputs.size() == 1) j["tokens"] = outputs[0].tokens;
+    else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
+    j["prefill_tokens_per_s"] = m.prefill_tokens_per_s();
+    j["decode_tokens_per_s"] = m.decode_tokens_per_s();
+    j["draft"] = a.draft;
+    j["drafted"] = m.drafted;
+    j["accepted"] = m.accepted;
+    j["acceptance_by_position"] = m.acceptance_by_position();
+    j["mean_accepted_length"] = m.mean_accepted_length();
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  for (auto& s : outputs) std::printf("%s\n", join_tokens(s.tokens).c_str());
+  std::fprintf(stderr, "prefill: %.1f tokens/s, decode: %.2f tokens/s", m.prefill_tokens_per_s(), m.decode_tokens_per_s());
+  if (a.draft > 0) {
+    std::fprintf(stderr, ", drafted %lld, accepted %lld (%.3f), mean accepted length %.2f",
+                 (long long)m.drafted, (long long)m.accepted, m.acceptance_rate(), m.mean_accepted_length());
+  }
+  std::fprintf(stderr, "\n");
+  return 0;
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app, CommandResult& result) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation (greedy or sampled; --draft K speculates with the MTP)");
+  cmd->add_option("--model", args->model, "checkpoint directory")->required();
+  auto* ids = cmd->add_option("--prompt-tokens", args->prompt_tokens,
+                              "prompt token ids t0,t1,... (repeat for a batch decoded together)");
+  auto* text = cmd->add_option("--prompt", args->prompt, "prompt text (tokenized with the checkpoint's tokenizer.json)");
+  ids->excludes(text);
+  cmd->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate at most (default 64)");
+  cmd->add_option("--temperature", args->temperature, "0 = greedy (default)");
+  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass (default 1)");
+  cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
+  cmd->add_option("--seed", args->seed, "random seed for sampling");
+  cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
+  cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
+  cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
+  cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
+  cmd->callback([args, &result, ids, text] {
+    if (ids->count() == 0 && text->count() == 0) throw CLI::RequiredError("--prompt-tokens or --prompt");
+    result.exit_code = run_generate(*args);
+  });
+}
+
+}  // namespace dsv4::cli

@@ -1,0 +1,12 @@
+// generate --prompt TEXT: tokenize with the checkpoint's tokenizer, stream the text out.
+#pragma once
+#include <string>
+
+#include "spec/engine.h"
+#include "spec/speculative_decoder.h"
+
+namespace dsv4::cli {
+
+int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json);
+
+}  // namespace dsv4::cli
