@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "spec/rejection_sampling.h"
 
 namespace dsv4 {
 
@@ -66,18 +67,7 @@ int SpeculativeDecoder::verify(Sequence& s, const Draft& draft, const Transforme
       continue;
     }
     target_distribution(logits, s, d.first(size_t(i)), o, p);
-    const std::vector<float>& q = draft.probs[size_t(i)];
-    // Accept with probability min(1, p(t) / q(t)).
-    if (q[size_t(t)] > 0 && uniform01(s.rng) * double(q[size_t(t)]) < double(p[size_t(t)])) continue;
-    residual.resize(p.size());
-    double mass = 0;
-    for (size_t v = 0; v < p.size(); ++v) mass += (residual[v] = std::max(0.0f, p[v] - q[v]));
-    if (mass > 0) {
-      for (auto& r : residual) r = float(r / mass);
-      next = sample_from(residual, s.rng);
-    } else {
-      next = sample_from(p, s.rng);
-    }
+    if (accept_or_resample(p, draft.probs[size_t(i)], t, s.rng, next, residual)) continue;
     return i;
   }
   next = choose(out.logits_row(request, k), s, d, o);  // all accepted: the bonus token

@@ -1,0 +1,43 @@
+#include "support/spec_support.h"
+
+#include <random>
+
+#include "checkpoint/make_checkpoint.h"
+#include "support/test_support.h"
+
+namespace dsv4::test {
+
+std::filesystem::path generated_checkpoint(const std::string& name, const std::string& preset, uint64_t seed,
+                                           const std::vector<std::string>& set, const std::vector<int64_t>& ratios,
+                                           double perturb) {
+  const std::filesystem::path dir = std::filesystem::path(DSV4_TEST_TMP) / ("ckpt-" + name);
+  if (std::filesystem::exists(dir / "model.safetensors.index.json")) return dir;  // made earlier in this run
+  MakeCheckpointOptions o;
+  o.preset = preset;
+  o.seed = seed;
+  o.out = dir;
+  o.perturb = perturb;
+  for (auto& s : set) o.changes.set.push_back(parse_set_option(s));
+  if (!ratios.empty()) o.changes.ratios = ratios;
+  std::filesystem::create_directories(dir);
+  make_checkpoint(o);
+  return dir;
+}
+
+std::vector<SequenceOutput> generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                     const GenerateOptions& options, DecodeMetrics* metrics) {
+  SpeculativeDecoder decoder(*engine.target, options.draft_tokens > 0 ? engine.proposer.get() : nullptr);
+  auto out = decoder.generate(prompts, options);
+  if (metrics) *metrics = decoder.metrics();
+  return out;
+}
+
+std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> p(static_cast<size_t>(length));
+  p[0] = 0;  // BOS
+  for (size_t i = 1; i < p.size(); ++i) p[i] = int32_t(rng() % uint64_t(vocab));
+  return p;
+}
+
+}  // namespace dsv4::test
