@@ -45,7 +45,12 @@ void ThreadPool::run(int64_t num_tasks, const Task& fn) {
   }
   wake_.notify_all();
   work(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Yield now and then: with more threads than free cores (a busy machine), a worker that
+  // still has to check in needs this core, and pure spinning would wait a whole time slice.
+  for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
+    if ((spin & 63) == 63) std::this_thread::yield();
+    else _mm_pause();
+  }
 }
 
 void ThreadPool::worker_loop(int worker) {
@@ -54,7 +59,8 @@ void ThreadPool::worker_loop(int worker) {
     // Spin for a while: the next job of a decode step usually follows within microseconds.
     uint64_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < 20000; ++spin) {
-      _mm_pause();
+      if ((spin & 63) == 63) std::this_thread::yield();  // see run()
+      else _mm_pause();
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {

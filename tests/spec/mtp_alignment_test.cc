@@ -71,7 +71,7 @@ TEST(MtpAlignment, AlignedPresetAcceptsEveryDraft) {
 
 TEST(MtpAlignment, PerturbedMtpIsAcceptedLess) {
   auto clean = Engine::open(test::generated_checkpoint("aligned", "aligned", 5), {2, true, 0, 16});
-  auto noisy = Engine::open(test::generated_checkpoint("aligned_perturbed", "aligned", 5, {}, {}, 4.0), {2, true, 0, 16});
+  auto noisy = Engine::open(test::generated_checkpoint("aligned_perturb4", "aligned", 5, {}, {}, 4.0), {2, true, 0, 16});
   const int64_t V = clean->config().vocab_size;
   const std::vector<std::vector<int32_t>> prompts = {test::random_prompt(6, V, 1), test::random_prompt(17, V, 2)};
   GenerateOptions o;
