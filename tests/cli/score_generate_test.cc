@@ -1,0 +1,129 @@
+// The score and generate commands end to end: outputs, formats and error handling.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/spec_support.h"
+#include "support/test_support.h"
+
+namespace dsv4 {
+namespace {
+
+std::string golden_tokens_csv(int64_t n = -1) {
+  auto golden = TensorStore::open(test::tiny_a_dir() / "golden.safetensors");
+  auto t = test::read_i64(golden.get("tokens"));
+  std::string s;
+  for (size_t i = 0; i < t.size() && (n < 0 || int64_t(i) < n); ++i) s += (i ? "," : "") + std::to_string(t[i]);
+  return s;
+}
+
+TEST(ScoreCommand, WritesGoldenLayoutsAndMatchesTheReference) {
+  const auto dir = test::scratch_dir("score");
+  const std::string out = (dir / "score.safetensors").string(), dump = (dir / "dump.safetensors").string();
+  auto r = test::run_cli("score --model " + test::tiny_a_dir().string() + " --tokens " + golden_tokens_csv() +
+                         " --prompt-len 42 --out " + out + " --dump-intermediates " + dump);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("perplexity over positions 42..299"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MTP teacher-forced top-1 agreement"), std::string::npos) << r.out;
+
+  auto scored = TensorStore::open(out);
+  auto golden = TensorStore::open(test::tiny_a_dir() / "golden.safetensors");
+  for (const char* name : {"target.logits", "target.hidden", "mtp.logits"}) {
+    const TensorInfo& got = scored.get(name);
+    const TensorInfo& want = golden.get(name);
+    ASSERT_EQ(got.shape, want.shape) << name;
+    const auto e = test::summarize(test::row_rel_l2(test::read_f32(got), test::read_f32(want), want.shape.back() *
+                                                    (want.shape.size() == 3 ? want.shape[1] : 1)));
+    EXPECT_LE(e.median, 0.03) << name;
+    EXPECT_LE(e.max, 0.3) << name;
+  }
+
+  // The dump has the golden names and layouts of the required intermediates.
+  auto dumped = TensorStore::open(dump);
+  auto ops = TensorStore::open(test::tiny_a_dir() / "golden_ops.safetensors");
+  int64_t compared = 0;
+  for (const std::string phase : {"prefill", "decode"})
+    for (int l = 0; l < 4; ++l)
+      for (const char* n : {"in", "hc_attn.pre", "hc_attn.post", "hc_attn.comb", "attn_in", "q", "kv", "attn_o",
+                            "attn_out", "hc_ffn.pre", "hc_ffn.post", "hc_ffn.comb", "ffn_in", "gate.weights",
+                            "gate.indices", "moe_out", "out"}) {
+        const std::string name = "L" + std::to_string(l) + "." + phase + "." + n;
+        const TensorInfo* got = dumped.find(name);
+        ASSERT_NE(got, nullptr) << name << " missing from the dump";
+        EXPECT_EQ(got->shape, ops.get(name).shape) << name;
+        ++compared;
+      }
+  for (const char* name : {"L1.prefill.compressed_kv", "L3.prefill.indexer.compressed_kv", "head.prefill.hc_head_y",
+                           "head.decode.normed", "mtp.prefill.x_in", "mtp.decode.out", "mtp.decode.normed"}) {
+    ASSERT_NE(dumped.find(name), nullptr) << name;
+    EXPECT_EQ(dumped.get(name).shape, ops.get(name).shape) << name;
+  }
+  EXPECT_EQ(compared, 2 * 4 * 17);
+}
+
+TEST(ScoreCommand, TokensFileAndErrors) {
+  const auto dir = test::scratch_dir("score-errors");
+  {
+    std::ofstream f(dir / "tokens.txt");
+    f << "0\n5\n\n17\n99\n";
+  }
+  const std::string model = " --model " + test::tiny_a_dir().string();
+  auto ok = test::run_cli("score" + model + " --tokens-file " + (dir / "tokens.txt").string() + " --prompt-len 2");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  auto bad_id = test::run_cli("score" + model + " --tokens 0,5,4096 --prompt-len 1");
+  EXPECT_EQ(bad_id.exit_code, 1) << bad_id.out;
+  EXPECT_NE(bad_id.out.find("4096"), std::string::npos) << bad_id.out;
+  auto bad_len = test::run_cli("score" + model + " --tokens 0,5 --prompt-len 3");
+  EXPECT_EQ(bad_len.exit_code, 1);
+  EXPECT_NE(bad_len.out.find("--prompt-len"), std::string::npos) << bad_len.out;
+  auto no_model = test::run_cli("score --model " + (dir / "nothing").string() + " --tokens 0 --prompt-len 1");
+  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_NE(no_model.out.find("nothing"), std::string::npos) << no_model.out;
+}
+
+TEST(GenerateCommand, JsonOutputPlainAndSpeculative) {
+  const std::string base = "generate --model " + test::tiny_a_dir().string() +
+                           " --prompt-tokens 0,5,17,99 --max-new-tokens 24 --json --ignore-eos";
+  auto plain = test::run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  auto j0 = nlohmann::json::parse(plain.out);
+  ASSERT_EQ(j0["tokens"].size(), 24u);
+  EXPECT_GT(j0["prefill_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j0["decode_tokens_per_s"].get<double>(), 0);
+  auto spec = test::run_cli(base + " --draft 3 --mtp-vocab 512");
+  ASSERT_EQ(spec.exit_code, 0) << spec.out;
+  auto j3 = nlohmann::json::parse(spec.out);
+  EXPECT_EQ(j3["tokens"], j0["tokens"]);
+  for (const char* key : {"drafted", "accepted", "acceptance_by_position", "mean_accepted_length"})
+    EXPECT_TRUE(j3.contains(key)) << key;
+  EXPECT_EQ(j3["acceptance_by_position"].size(), 3u);
+  EXPECT_GT(j3["drafted"].get<int64_t>(), 0);
+}
+
+TEST(GenerateCommand, ClearErrors) {
+  const std::string model = " --model " + test::tiny_a_dir().string();
+  auto unknown = test::run_cli("generate" + model + " --prompt-tokens 0,5,1024");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.out.find("1024"), std::string::npos) << unknown.out;
+  auto empty = test::run_cli("generate" + model + " --prompt-tokens ''");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_NE(empty.out.find("empty"), std::string::npos) << empty.out;
+  std::string long_prompt = "0";
+  for (int i = 1; i < 600; ++i) long_prompt += "," + std::to_string(i % 1000);
+  auto too_long = test::run_cli("generate" + model + " --prompt-tokens " + long_prompt);
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.out.find("context limit"), std::string::npos) << too_long.out;
+  const auto dir = test::scratch_dir("no-mtp");
+  auto made = test::run_cli("make-checkpoint --preset tiny --seed 2 --no-mtp --quiet --out " + dir.string());
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  auto draft = test::run_cli("generate --model " + dir.string() + " --prompt-tokens 0,1,2 --draft 2");
+  EXPECT_EQ(draft.exit_code, 1);
+  EXPECT_NE(draft.out.find("MTP"), std::string::npos) << draft.out;
+  auto plain = test::run_cli("generate --model " + dir.string() + " --prompt-tokens 0,1,2 --max-new-tokens 4");
+  EXPECT_EQ(plain.exit_code, 0) << plain.out;
+}
+
+}  // namespace
+}  // namespace dsv4
