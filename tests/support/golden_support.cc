@@ -17,6 +17,9 @@ namespace fs = std::filesystem;
 
 GoldenPhase prefill_phase() { return {"prefill", 0, golden().prompt_len()}; }
 GoldenPhase decode_phase() { return {"decode", golden().prompt_len(), 1}; }
+GoldenPhase mtp_prefill_phase() { return {"prefill", 0, golden().prompt_len() - 1}; }
+GoldenPhase mtp_decode_phase() { return {"decode", golden().prompt_len() - 1, 1}; }
+GoldenPhase mtp_phase(const std::string& name) { return name == "decode" ? mtp_decode_phase() : mtp_prefill_phase(); }
 
 std::string layer_scope(int64_t layer) { return "L" + std::to_string(layer); }
 
@@ -44,6 +47,12 @@ GoldenData::GoldenData() {
   for (int64_t t : read_i64(golden_.get("tokens"))) tokens_.push_back(int32_t(t));
   prompt_len_ = read_i64(golden_.get("prompt_len"))[0];
   model_ = std::make_unique<Transformer>(config_, weights_, backend_);
+  if (!weights_.mtp.empty()) mtp_ = std::make_unique<MtpModule>(*model_, weights_.mtp[0]);
+}
+
+MtpModule& GoldenData::mtp() {
+  if (!mtp_) throw Error("the tiny-a checkpoint has no MTP module (mtp.0.*)");
+  return *mtp_;
 }
 
 bool GoldenData::has(const std::string& name) const { return ops_.find(name) != nullptr; }
@@ -51,6 +60,7 @@ const TensorInfo& GoldenData::info(const std::string& name) const { return ops_.
 std::vector<float> GoldenData::f32(const std::string& name) const { return read_f32(ops_.get(name)); }
 std::vector<int64_t> GoldenData::i64(const std::string& name) const { return read_i64(ops_.get(name)); }
 std::vector<float> GoldenData::outputs_f32(const std::string& name) const { return read_f32(golden_.get(name)); }
+const TensorInfo& GoldenData::output_info(const std::string& name) const { return golden_.get(name); }
 
 GoldenData& golden() {
   static GoldenData* data = new GoldenData();  // shared by every golden test of the process
@@ -260,13 +270,22 @@ GoldenPass::GoldenPass(std::vector<int64_t> positions, const std::string& phase_
   set_rows(std::move(positions), phase_name);
 }
 
+GoldenPass::GoldenPass(const GoldenPhase& phase, std::unique_ptr<SequenceCache> sequence, int64_t token_offset)
+    : ws_(golden().backend()), pass_(golden().backend(), ws_, &tracer_), seq_(std::move(sequence)),
+      token_offset_(token_offset) {
+  DSV4_CHECK(seq_ != nullptr, "GoldenPass: no sequence cache");
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < phase.rows; ++i) positions.push_back(phase.first + i);
+  set_rows(std::move(positions), phase.name);
+}
+
 void GoldenPass::set_rows(std::vector<int64_t> positions, const std::string& phase_name) {
   pass_.phase = phase_name;
   pass_.sequences = {seq_.get()};
   pass_.tokens.clear();
   pass_.sequence_of_row.clear();
   for (int64_t pos : positions) {
-    pass_.tokens.push_back(golden().tokens().at(size_t(pos)));
+    pass_.tokens.push_back(golden().tokens().at(size_t(pos + token_offset_)));
     pass_.sequence_of_row.push_back(0);
   }
   pass_.positions = std::move(positions);
@@ -325,6 +344,38 @@ std::vector<float> GoldenPass::traced(const std::string& name) const {
   const Tracer::Entry* e = tracer_.find(name);
   if (!e) throw Error(cat("the pass recorded no '", name, "'"));
   return e->f32;
+}
+
+// ---- golden.safetensors rows, RoPE tables
+
+std::vector<float> output_rows(const std::string& name, int64_t begin, int64_t end) {
+  const std::vector<float> all = golden().outputs_f32(name);
+  const int64_t rows = golden().output_info(name).shape.at(0);
+  const int64_t cols = rows > 0 ? int64_t(all.size()) / rows : 0;
+  DSV4_CHECK(0 <= begin && begin <= end && end <= rows, name, ": rows [", begin, ", ", end, ") of ", rows);
+  return std::vector<float>(all.begin() + begin * cols, all.begin() + end * cols);
+}
+
+std::vector<float> rope_table(const RopeSpec& spec, int64_t T) {
+  const int64_t half = spec.rope_dims / 2;
+  GoldenPass gp(std::vector<int64_t>{}, "prefill");
+  std::vector<int64_t> positions(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) positions[size_t(t)] = t;
+  std::vector<float> unit(size_t(T * 2 * half), 0.0f);
+  for (size_t i = 0; i < unit.size(); i += 2) unit[i] = 1.0f;
+  Tensor v = gp.load(unit, {T, 1, 2 * half});
+  gp.be().rope(v, positions, spec, false);
+  const std::vector<float> rotated = gp.host(v);
+  gp.be().rope(v, positions, spec, true);
+  const std::vector<float> back = gp.host(v);
+  std::vector<float> table(rotated.size());
+  for (size_t i = 0; i < rotated.size(); i += 2) {
+    const double c = rotated[i], s = rotated[i + 1], norm = std::hypot(c, s);
+    const double theta = std::atan2(s, c) - std::asin(std::clamp(double(back[i + 1]) / norm, -1.0, 1.0));
+    table[i] = float(std::cos(theta));
+    table[i + 1] = float(std::sin(theta));
+  }
+  return table;
 }
 
 }  // namespace dsv4::test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "model/mtp.h"
 #include "model/transformer.h"
 #include "support/test_support.h"
 
@@ -28,6 +29,11 @@ struct GoldenPhase {
 };
 GoldenPhase prefill_phase();  // positions 0..P-1
 GoldenPhase decode_phase();   // position P
+// The MTP block's two op-level calls (`mtp.prefill.*` / `mtp.decode.*`): prefill = positions
+// 0..P-2 (inputs target.hidden[t] and tokens[t+1]), decode = position P-1.
+GoldenPhase mtp_prefill_phase();
+GoldenPhase mtp_decode_phase();
+GoldenPhase mtp_phase(const std::string& name);  // "prefill" | "decode"
 
 // Everything the golden tests read. One instance per process (golden()); the model's
 // weights view the mapped checkpoint, the backend runs on 2 threads.
@@ -42,12 +48,14 @@ class GoldenData {
   std::vector<float> f32(const std::string& name) const;
   std::vector<int64_t> i64(const std::string& name) const;
   std::vector<float> outputs_f32(const std::string& name) const;  // golden.safetensors (model outputs)
+  const TensorInfo& output_info(const std::string& name) const;   // golden.safetensors
 
   const nlohmann::json& meta() const { return meta_; }      // golden_ops.json
   const nlohmann::json& summary() const { return summary_; }  // golden.json
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   Transformer& model() { return *model_; }
+  MtpModule& mtp();  // the checkpoint's MTP module (throws if it has none)
   CpuBackend& backend() { return backend_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int64_t prompt_len() const { return prompt_len_; }
@@ -62,6 +70,7 @@ class GoldenData {
   int64_t prompt_len_ = 0;
   CpuBackend backend_{2};
   std::unique_ptr<Transformer> model_;
+  std::unique_ptr<MtpModule> mtp_;
 };
 GoldenData& golden();
 
@@ -119,6 +128,9 @@ class GoldenPass {
  public:
   explicit GoldenPass(const GoldenPhase& phase);
   GoldenPass(std::vector<int64_t> positions, const std::string& phase_name);
+  // A pass with a given sequence cache (e.g. MtpModule::new_sequence()) whose row at position
+  // t carries the golden token t + token_offset (the MTP's input token: offset 1).
+  GoldenPass(const GoldenPhase& phase, std::unique_ptr<SequenceCache> sequence, int64_t token_offset);
 
   Pass& pass() { return pass_; }
   Backend& be() { return golden().backend(); }
@@ -141,8 +153,19 @@ class GoldenPass {
   Tracer tracer_;
   Pass pass_;
   std::unique_ptr<SequenceCache> seq_;
+  int64_t token_offset_ = 0;
 };
 
 std::string layer_scope(int64_t layer);  // "L3"
+
+// golden.safetensors rows [begin, end) of a [rows, ...] tensor, flattened.
+std::vector<float> output_rows(const std::string& name, int64_t begin, int64_t end);
+
+// The RoPE table [T, r/2, (cos, sin)] of `spec` for positions 0..T-1 (the layout of the
+// golden `freqs.*`), recovered from the backend's rope op: rotating the pairs (1, 0) gives
+// (cos θ, sin θ) rounded to bf16; rotating that back by -θ gives (≈1, |v|·sin(φ - θ)) whose
+// small second component measures the rounding, so θ = φ - asin(ε / |v|) (φ the angle of the
+// bf16 pair) is recovered to ~1e-5.
+std::vector<float> rope_table(const RopeSpec& spec, int64_t T);
 
 }  // namespace dsv4::test
