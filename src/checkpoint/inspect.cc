@@ -1,0 +1,200 @@
+#include "checkpoint/inspect.h"
+
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "model/weights.h"
+
+namespace dsv4 {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string dtypes_string(const std::vector<DType>& ds) {
+  std::string s;
+  for (size_t i = 0; i < ds.size(); ++i) s += (i ? " or " : "") + std::string(dtype_name(ds[i]));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void classify_layers(InspectReport& r) {
+  const ModelConfig& c = r.config;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const int64_t ratio = c.compress_ratio(l);
+    if (ratio == 0) r.window_layers.push_back(l);
+    else if (ratio == 4) r.csa_layers.push_back(l);
+    else if (ratio == 128) r.hca_layers.push_back(l);
+    else r.other_ratio_layers[ratio].push_back(l);
+    if (c.is_hash_layer(l)) r.hash_layers.push_back(l);
+  }
+}
+
+void compare_with_table(InspectReport& r, const TensorStore& store) {
+  const std::vector<TensorSpec> specs = expected_tensors(r.config, r.mtp_present);
+  std::unordered_map<std::string, const TensorSpec*> expected;
+  expected.reserve(specs.size());
+  for (const TensorSpec& s : specs) {
+    expected[s.name] = &s;
+    const TensorInfo* t = store.find(s.name);
+    if (!t) {
+      r.missing.push_back(s.name);
+      continue;
+    }
+    r.group_bytes[s.group] += t->nbytes;
+    bool dtype_ok = false;
+    for (DType d : s.dtypes) dtype_ok |= t->dtype == d;
+    if (!dtype_ok)
+      r.mismatched.push_back({s.name, cat("dtype ", dtype_name(t->dtype), ", expected ", dtypes_string(s.dtypes))});
+    if (t->shape != s.shape)
+      r.mismatched.push_back({s.name, cat("shape ", t->shape_string(), ", expected ", shape_string(s.shape))});
+  }
+  const std::vector<const TensorInfo*> all = store.all();
+  for (const TensorInfo* t : all) {
+    if (!expected.count(t->name)) r.unexpected.push_back(t->name);
+    DtypeSummary& d = r.dtypes[std::string(dtype_name(t->dtype))];
+    d.tensors += 1;
+    d.elements += t->numel();
+    d.bytes += t->nbytes;
+    r.bytes += t->nbytes;
+    if (t->dtype == DType::F8_E8M0) continue;  // block scales, not parameters
+    const bool packed_fp4 = (t->dtype == DType::I8 || t->dtype == DType::U8) && ends_with(t->name, ".weight");
+    r.parameters += t->numel() * (packed_fp4 ? 2 : 1);
+  }
+  r.tensors = int64_t(all.size());
+}
+
+}  // namespace
+
+InspectReport inspect_checkpoint(const fs::path& dir) {
+  InspectReport r;
+  r.path = dir.string();
+  try {
+    DSV4_CHECK(fs::is_directory(dir), dir.string(), ": not a checkpoint directory");
+    r.config = load_config(dir / "config.json");
+    const TensorStore store = TensorStore::open(dir);
+    r.shards = int(store.files().size());
+    r.mtp_configured = r.config.num_nextn_predict_layers;
+    r.mtp_present = has_mtp_module(store, r.config, 0);
+    if (r.mtp_configured == 0) r.mtp_note = "num_nextn_predict_layers is 0";
+    else if (!r.mtp_present) r.mtp_note = "the checkpoint has no mtp.0.enorm.weight";
+    classify_layers(r);
+    compare_with_table(r, store);
+  } catch (const Error& e) {
+    r.error = e.what();
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc, filesystem errors
+    r.error = cat(dir.string(), ": ", e.what());
+  }
+  return r;
+}
+
+json report_to_json(const InspectReport& r) {
+  json j;
+  j["path"] = r.path;
+  j["complete"] = r.complete();
+  if (!r.opened()) {
+    j["error"] = r.error;
+    return j;
+  }
+  j["shards"] = r.shards;
+  j["tensors"] = r.tensors;
+  j["bytes"] = r.bytes;
+  j["parameters"] = r.parameters;
+  j["config"] = r.config.to_json();
+  json dtypes = json::object();
+  for (auto& [name, d] : r.dtypes)
+    dtypes[name] = {{"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}};
+  j["dtypes"] = dtypes;
+  j["group_bytes"] = r.group_bytes;
+  json other = json::object();
+  for (auto& [ratio, layers] : r.other_ratio_layers) other[std::to_string(ratio)] = layers;
+  j["layers"] = {{"count", r.config.num_hidden_layers},
+                 {"window", r.window_layers},
+                 {"csa", r.csa_layers},
+                 {"hca", r.hca_layers},
+                 {"other", other}};
+  j["hash_layers"] = r.hash_layers;
+  j["mtp_configured"] = r.mtp_configured;
+  j["mtp_present"] = r.mtp_present;
+  if (!r.mtp_note.empty()) j["mtp_note"] = r.mtp_note;
+  j["missing"] = r.missing;
+  j["unexpected"] = r.unexpected;
+  json mismatched = json::array();
+  for (auto& p : r.mismatched) mismatched.push_back({{"name", p.name}, {"problem", p.detail}});
+  j["mismatched"] = mismatched;
+  return j;
+}
+
+namespace {
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1ull << 30));
+  else if (b >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(b) / double(1ull << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string list_string(const std::vector<int64_t>& v) {
+  return shape_string(v);
+}
+
+}  // namespace
+
+std::string format_report(const InspectReport& r) {
+  std::string s;
+  auto line = [&](const std::string& text) { s += text + "\n"; };
+  line("checkpoint: " + r.path);
+  if (!r.opened()) {
+    line("error: " + r.error);
+    line("status: cannot be opened");
+    return s;
+  }
+  const ModelConfig& c = r.config;
+  line(cat("  ", r.shards, " shard(s), ", r.tensors, " tensors, ", human_bytes(r.bytes), " of tensor data, ",
+           r.parameters, " parameters (FP4 values counted singly, scales excluded)"));
+  line(cat("config: vocab ", c.vocab_size, ", hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers + ",
+           c.num_nextn_predict_layers, " MTP, ", c.num_attention_heads, " heads x ", c.head_dim, ", ",
+           c.n_routed_experts, " experts (", c.num_experts_per_tok, " per token), hc ", c.hc_mult));
+  line("dtypes:");
+  for (auto& [name, d] : r.dtypes) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-8s %7lld tensors %15lld elements %12s", name.c_str(),
+                  static_cast<long long>(d.tensors), static_cast<long long>(d.elements), human_bytes(d.bytes).c_str());
+    line(buf);
+  }
+  line("layers:");
+  line("  window only (ratio 0):          " + list_string(r.window_layers));
+  line("  CSA (ratio 4, with indexer):    " + list_string(r.csa_layers));
+  line("  HCA (ratio 128):                " + list_string(r.hca_layers));
+  for (auto& [ratio, layers] : r.other_ratio_layers) line(cat("  compressed (ratio ", ratio, "):  ", list_string(layers)));
+  line("  hash-routed:                    " + list_string(r.hash_layers));
+  if (r.mtp_present) line(cat("MTP: present (", r.mtp_configured, " module(s) configured)"));
+  else line("MTP: absent (" + r.mtp_note + ")");
+  line(cat("missing tensors: ", r.missing.size()));
+  for (auto& n : r.missing) line("  missing: " + n);
+  line(cat("unexpected tensors: ", r.unexpected.size()));
+  for (auto& n : r.unexpected) line("  unexpected: " + n);
+  line(cat("mis-shaped or mis-typed tensors: ", r.mismatched.size()));
+  for (auto& p : r.mismatched) line("  mismatched: " + p.name + ": " + p.detail);
+  line(r.complete() ? "status: complete" : "status: INCOMPLETE or inconsistent");
+  return s;
+}
+
+}  // namespace dsv4

@@ -1,0 +1,64 @@
+// `dsv4 inspect`: what a checkpoint directory holds and whether it is complete.
+//
+// Reads config.json and the safetensors headers only (the shards are mapped, never
+// read), compares the tensors with the table expected_tensors(config, mtp_present) and
+// summarizes sizes, layer kinds, hash routing and the MTP module. Problems opening the
+// checkpoint (missing shard, bad header, truncated file) are reported, never thrown.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "io/config.h"
+
+namespace dsv4 {
+
+struct DtypeSummary {
+  int64_t tensors = 0;
+  int64_t elements = 0;
+  uint64_t bytes = 0;
+};
+
+struct TensorProblem {
+  std::string name;
+  std::string detail;  // "shape [128], expected [256]", "dtype I8, expected F8_E4M3"
+};
+
+struct InspectReport {
+  std::string path;
+  std::string error;                  // set when the checkpoint could not be opened at all
+  ModelConfig config;
+  int shards = 0;
+  int64_t tensors = 0;
+  uint64_t bytes = 0;                 // tensor data
+  int64_t parameters = 0;             // weights: FP4 codes counted one per value, scales excluded
+  std::map<std::string, DtypeSummary> dtypes;
+  std::map<std::string, uint64_t> group_bytes;  // "embed", "head", "layers.0", "mtp.0", ...
+
+  // Target layers by attention kind: 0 window only, 4 CSA (with indexer), 128 HCA, others.
+  std::vector<int64_t> window_layers, csa_layers, hca_layers;
+  std::map<int64_t, std::vector<int64_t>> other_ratio_layers;
+  std::vector<int64_t> hash_layers;
+
+  int64_t mtp_configured = 0;         // num_nextn_predict_layers
+  bool mtp_present = false;
+  std::string mtp_note;               // why the MTP module counts as absent
+
+  std::vector<std::string> missing;   // in table order
+  std::vector<std::string> unexpected;
+  std::vector<TensorProblem> mismatched;
+
+  bool opened() const { return error.empty(); }
+  bool complete() const { return opened() && missing.empty() && unexpected.empty() && mismatched.empty(); }
+};
+
+InspectReport inspect_checkpoint(const std::filesystem::path& dir);
+
+nlohmann::json report_to_json(const InspectReport& report);
+std::string format_report(const InspectReport& report);
+
+}  // namespace dsv4

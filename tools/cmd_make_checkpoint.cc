@@ -1,0 +1,103 @@
+// dsv4 make-checkpoint: deterministic synthetic checkpoints in the release format.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/make_checkpoint.h"
+#include "checkpoint/presets.h"
+#include "commands.h"
+#include "core/error.h"
+
+namespace dsv4::cli {
+
+namespace {
+
+struct MakeArgs {
+  std::string preset = "tiny";
+  uint64_t seed = 0;
+  std::string out;
+  int64_t layers = 0;
+  std::string ratios;
+  bool no_mtp = false;
+  std::vector<std::string> set;
+  double perturb = 0.0;
+  int threads = 0;
+  double shard_gib = 4.0;
+  bool quiet = false;
+};
+
+std::string preset_help() {
+  std::string s = "preset: ";
+  for (const Preset& p : presets()) s += "\n  " + p.name + ": " + p.description;
+  return s;
+}
+
+void run(const MakeArgs& a, CommandResult& result) {
+  MakeCheckpointOptions o;
+  o.preset = a.preset;
+  o.seed = a.seed;
+  o.out = a.out;
+  if (a.layers != 0) o.changes.layers = a.layers;
+  if (!a.ratios.empty()) o.changes.ratios = parse_ratio_list(a.ratios);
+  for (const std::string& s : a.set) o.changes.set.push_back(parse_set_option(s));
+  o.with_mtp = !a.no_mtp;
+  o.perturb = a.perturb;
+  o.threads = a.threads;
+  DSV4_CHECK(a.shard_gib > 0, "make-checkpoint: --shard-gib must be positive");
+  o.max_shard_bytes = uint64_t(a.shard_gib * double(1ull << 30));
+  uint64_t next_report = uint64_t(1) << 30;
+  if (!a.quiet)
+    o.progress = [&next_report](uint64_t done, uint64_t total) {
+      if (done < next_report || total < (uint64_t(2) << 30)) return;
+      std::fprintf(stderr, "  %.1f / %.1f GB\n", double(done) / 1e9, double(total) / 1e9);
+      next_report = done + (uint64_t(1) << 30);
+    };
+
+  const MakeCheckpointResult r = make_checkpoint(o);
+  if (!a.quiet)
+    std::printf("wrote %s: preset %s, seed %llu, %lld layers + %s, %zu tensors in %d shards, %.3f GB in %.2f s "
+                "(%.2f GB/s)\n",
+                a.out.c_str(), a.preset.c_str(), static_cast<unsigned long long>(a.seed),
+                static_cast<long long>(r.config.num_hidden_layers), a.no_mtp ? "no MTP" : "MTP", r.tensors, r.shards,
+                double(r.bytes) / 1e9, r.seconds, double(r.bytes) / 1e9 / std::max(r.seconds, 1e-9));
+  result.exit_code = 0;
+}
+
+}  // namespace
+
+void register_make_checkpoint(CLI::App& app, CommandResult& result) {
+  auto a = std::make_shared<MakeArgs>();
+  auto* cmd = app.add_subcommand(
+      "make-checkpoint",
+      "Write a deterministic synthetic checkpoint in the release format (config.json, safetensors shards, "
+      "model.safetensors.index.json): FP8 weights with power-of-two 128x128 tile scales, FP4 experts with "
+      "32-wide scales, exactly as the real checkpoint stores them. Same seed -> byte-identical files, "
+      "whatever the thread count.");
+  cmd->add_option("--preset", a->preset, preset_help())->capture_default_str();
+  cmd->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  cmd->add_option("--out", a->out, "output directory (earlier shards/index in it are replaced)")->required();
+  cmd->add_option("--layers", a->layers,
+                  "target layers N: compress_ratios = the first N entries of the preset's layer pattern "
+                  "(repeated if N is longer), plus 0 for each MTP layer (default: tiny 4, v4-flash 2)");
+  cmd->add_option("--ratios", a->ratios,
+                  "the layers' kinds explicitly, e.g. 0,4,128 (0 window only, 4 CSA, 128 HCA); the length "
+                  "sets the layer count");
+  cmd->add_flag("--no-mtp", a->no_mtp,
+                "write no mtp.* tensors (num_nextn_predict_layers stays: the checkpoint lacks the module)");
+  cmd->add_option("--set", a->set,
+                  "override a config key with a JSON value before validation, e.g. --set sliding_window=8 "
+                  "--set rope_scaling.factor=8 (repeatable)");
+  cmd->add_option("--perturb", a->perturb,
+                  "aligned presets only: degrade the MTP by X: e_proj = I + X*G with G random N(0, 1/D) "
+                  "entries (0: the MTP predicts exactly the target's token after next; ~1: its input is "
+                  "mostly noise)")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "generator threads (0 = all cores; output is identical)");
+  cmd->add_option("--shard-gib", a->shard_gib, "largest shard size in GiB (at least 2 shards are written)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", a->quiet, "print nothing on success");
+  cmd->callback([a, &result] { run(*a, result); });
+}
+
+}  // namespace dsv4::cli
