@@ -8,6 +8,7 @@
 #include "checkpoint/presets.h"
 #include "commands.h"
 #include "core/error.h"
+#include "text/tokenizer.h"
 
 namespace dsv4::cli {
 
@@ -25,7 +26,29 @@ struct MakeArgs {
   int threads = 0;
   double shard_gib = 4.0;
   bool quiet = false;
+  std::string tokenizer;  // tokenizer.json: vocabulary size and BOS/EOS from it, files copied
 };
+
+// A checkpoint that speaks text: the vocabulary is sized from the tokenizer, BOS/EOS come
+// from its config, and tokenizer.json (+ tokenizer_config.json beside it) go into the checkpoint.
+void use_tokenizer(const std::string& path, MakeCheckpointOptions& o) {
+  namespace fs = std::filesystem;
+  const fs::path json(path);
+  const fs::path config = json.parent_path() / "tokenizer_config.json";
+  const auto tok = text::Tokenizer::load(json, fs::exists(config) ? config : fs::path());
+  o.changes.set.push_back({"vocab_size", std::to_string(tok.vocab_size())});
+  if (tok.bos_id()) o.changes.set.push_back({"bos_token_id", std::to_string(*tok.bos_id())});
+  if (tok.eos_id()) o.changes.set.push_back({"eos_token_id", std::to_string(*tok.eos_id())});
+}
+
+void copy_tokenizer_files(const std::string& path, const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path json(path);
+  fs::copy_file(json, fs::path(out) / "tokenizer.json", fs::copy_options::overwrite_existing);
+  const fs::path config = json.parent_path() / "tokenizer_config.json";
+  if (fs::exists(config))
+    fs::copy_file(config, fs::path(out) / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+}
 
 std::string preset_help() {
   std::string s = "preset: ";
@@ -41,6 +64,7 @@ void run(const MakeArgs& a, CommandResult& result) {
   if (a.layers != 0) o.changes.layers = a.layers;
   if (!a.ratios.empty()) o.changes.ratios = parse_ratio_list(a.ratios);
   for (const std::string& s : a.set) o.changes.set.push_back(parse_set_option(s));
+  if (!a.tokenizer.empty()) use_tokenizer(a.tokenizer, o);
   o.with_mtp = !a.no_mtp;
   o.perturb = a.perturb;
   o.threads = a.threads;
@@ -55,6 +79,7 @@ void run(const MakeArgs& a, CommandResult& result) {
     };
 
   const MakeCheckpointResult r = make_checkpoint(o);
+  if (!a.tokenizer.empty()) copy_tokenizer_files(a.tokenizer, a.out);
   if (!a.quiet)
     std::printf("wrote %s: preset %s, seed %llu, %lld layers + %s, %zu tensors in %d shards, %.3f GB in %.2f s "
                 "(%.2f GB/s)\n",
@@ -97,6 +122,9 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
   cmd->add_option("--shard-gib", a->shard_gib, "largest shard size in GiB (at least 2 shards are written)")
       ->capture_default_str();
   cmd->add_flag("--quiet", a->quiet, "print nothing on success");
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "a tokenizer.json: size the vocabulary from it (BOS/EOS from the tokenizer_config.json beside "
+                  "it) and copy both into the checkpoint, so that text prompts work");
   cmd->callback([a, &result] { run(*a, result); });
 }
 

@@ -1,0 +1,215 @@
+// dsv4 bench: the machine's memory read bandwidth, the MTP draft step, one decode step per
+// layer kind at a real context, verification (extend) costs, the speculative speedup they
+// imply for the full 43-layer model, and end-to-end speculative generation. Library code in
+// src/bench/; this file parses options and prints the table or one JSON object.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/cpu_backend.h"
+#include "bench/memory_bandwidth.h"
+#include "bench/model_bench.h"
+#include "bench/speedup_model.h"
+#include "checkpoint/presets.h"
+#include "commands.h"
+#include "core/error.h"
+
+namespace dsv4::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string model, aligned_model;
+  bool json = false;
+  int threads = 0;
+  int64_t context = 4096;
+  int reps = 7;
+  int64_t mtp_vocab = 32768;
+  int64_t e2e_prompt = 32, e2e_tokens = 32;
+  double bandwidth_gib = 1.0;
+};
+
+nlohmann::json step_json(const bench::StepFigures& f, double bw) {
+  return {{"ms", f.ms},
+          {"bytes", f.bytes()},
+          {"weight_bytes", f.weight_bytes},
+          {"cache_bytes", f.cache_bytes},
+          {"gbs", f.gbs()},
+          {"fraction_of_bandwidth", bw > 0 ? f.gbs() / bw : 0.0}};
+}
+
+void print_step(const char* name, const bench::StepFigures& f, double bw, const std::string& extra = "") {
+  std::printf("  %-34s %9.2f %10.1f %8.2f %8.2f %6.0f%%  %s\n", name, f.ms, double(f.weight_bytes) / 1e6,
+              double(f.cache_bytes) / 1e6, f.gbs(), 100.0 * f.gbs() / bw, extra.c_str());
+}
+
+int run_bench(const BenchArgs& a) {
+  const std::vector<int> ks = {1, 2, 3, 4};
+  const std::vector<double> alphas = {0.6, 0.7, 0.8, 0.9};
+  auto progress = [&](const std::string& s) {
+    if (!a.json) std::fprintf(stderr, "  .. %s\n", s.c_str());
+  };
+  nlohmann::json j;
+  bench::ModelBenchResult r;
+  double bw = 0;
+  std::string isa;
+  int threads = 0;
+  {
+    auto engine = Engine::open(a.model, {a.threads, true, 0, 16});
+    auto* cpu = dynamic_cast<CpuBackend*>(engine->backend.get());
+    DSV4_CHECK(cpu, "bench: needs the CPU backend");
+    threads = cpu->num_threads();
+    isa = isa_name(cpu->isa());
+    const bench::BandwidthResult b =
+        bench::measure_read_bandwidth(cpu->pool(), size_t(a.bandwidth_gib * double(size_t(1) << 30)));
+    bw = b.gbs;
+    progress("memory read bandwidth " + std::to_string(bw) + " GB/s");
+    bench::ModelBenchOptions o;
+    o.context = a.context;
+    o.reps = a.reps;
+    o.mtp_vocab = a.mtp_vocab;
+    o.progress = progress;
+    r = bench::run_model_bench(*engine, o);
+  }
+  // The full model's layer pattern (V4-Flash: 43 layers).
+  const ModelConfig full = v4_flash_config();
+  const std::vector<int64_t> pattern(full.compress_ratios.begin(), full.compress_ratios.begin() + full.num_hidden_layers);
+  const bench::SpeedupModel sm = bench::model_speedup(r, pattern, r.draft.ms, alphas, ks);
+  bench::SpeedupModel sm_vocab;
+  if (r.mtp_vocab > 0) sm_vocab = bench::model_speedup(r, pattern, r.draft_vocab.ms, alphas, ks);
+
+  std::vector<bench::EndToEnd> e2e;
+  const std::string e2e_model = a.aligned_model.empty() ? a.model : a.aligned_model;
+  {
+    auto engine = Engine::open(e2e_model, {a.threads, true, 0, 16});
+    progress("end to end on " + e2e_model);
+    e2e = bench::run_end_to_end(*engine, {0, 1, 2, 3}, a.e2e_prompt, a.e2e_tokens, 7);
+  }
+
+  j["model"] = a.model;
+  j["threads"] = threads;
+  j["kernels"] = isa;
+  j["context"] = r.context;
+  j["prefill_tokens_per_s"] = double(r.context) / r.prefill_seconds;
+  j["mem_bandwidth_gbs"] = bw;
+  j["draft_step"] = step_json(r.draft, bw);
+  if (r.mtp_vocab > 0) {
+    j["draft_step_vocab32k"] = step_json(r.draft_vocab, bw);
+    j["draft_step_vocab32k"]["vocab"] = r.mtp_vocab;
+  }
+  for (const bench::LayerKind& k : r.kinds) {
+    nlohmann::json s = step_json(k.decode, bw);
+    s["layer"] = k.layer;
+    s["experts"] = k.experts.at(1);
+    j["decode_step"][k.name] = s;
+    for (auto& [n, f] : k.extend) {
+      j["verify_ratio"][k.name][std::to_string(n)] = f.ms / k.decode.ms;
+      j["verify_ms"][k.name][std::to_string(n)] = f.ms;
+      j["verify_experts"][k.name][std::to_string(n)] = k.experts.at(n);
+    }
+  }
+  j["decode_step"]["head"] = step_json(r.head.at(1), bw);
+  j["decode_step"]["checkpoint"] = step_json(r.decode_step, bw);
+  for (auto& [n, f] : r.head)
+    if (n > 1) j["verify_ratio"]["head"][std::to_string(n)] = f.ms / r.head.at(1).ms;
+  auto speedup_json = [&](const bench::SpeedupModel& m) {
+    nlohmann::json s;
+    s["formula"] =
+        "tokens_per_step = (1 - alpha^(k+1)) / (1 - alpha); speedup = tokens_per_step * T_decode / "
+        "(T_verify(k+1) + k * T_draft); T_decode, T_verify composed from per-kind layer costs + head";
+    for (auto& [ratio, count] : m.layers_of_kind) s["layers"][std::to_string(ratio)] = count;
+    s["decode_ms"] = m.decode_ms;
+    s["draft_ms"] = m.draft_ms;
+    for (auto& [n, t] : m.verify_ms) s["verify_ms"][std::to_string(n)] = t;
+    for (auto& p : m.points)
+      s["points"].push_back({{"alpha", p.alpha}, {"k", p.k}, {"tokens_per_step", p.tokens_per_step},
+                             {"step_ms", p.step_ms}, {"speedup", p.speedup}});
+    s["notes"] = m.notes;
+    return s;
+  };
+  j["speedup_model"] = speedup_json(sm);
+  if (r.mtp_vocab > 0) j["speedup_model_vocab32k"] = speedup_json(sm_vocab);
+  j["end_to_end"]["model"] = e2e_model;
+  j["end_to_end"]["new_tokens"] = a.e2e_tokens;
+  for (auto& e : e2e)
+    j["end_to_end"]["runs"].push_back({{"k", e.k}, {"tokens_per_s", e.tokens_per_s}, {"acceptance", e.acceptance},
+                                       {"mean_accepted_length", e.mean_accepted_length}});
+  if (a.json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+
+  std::printf("dsv4 bench: %s\n  threads %d, kernels %s, context %lld (prefill %.1f tokens/s)\n", a.model.c_str(),
+              threads, isa.c_str(), (long long)r.context, double(r.context) / r.prefill_seconds);
+  std::printf("  memory read bandwidth (all threads): %.2f GB/s\n\n", bw);
+  std::printf("  %-34s %9s %10s %8s %8s %7s\n", "step", "ms", "weight MB", "cache MB", "GB/s", "of bw");
+  print_step("mtp draft step (full head)", r.draft, bw);
+  if (r.mtp_vocab > 0)
+    print_step(("mtp draft step (" + std::to_string(r.mtp_vocab) + " rows)").c_str(), r.draft_vocab, bw);
+  for (const bench::LayerKind& k : r.kinds)
+    print_step(("decode layer: " + k.name + (k.layer >= 0 ? " (L" + std::to_string(k.layer) + ")" : "")).c_str(),
+               k.decode, bw, std::to_string(k.experts.at(1)) + " experts");
+  print_step("head (hc_head + norm + LM head)", r.head.at(1), bw);
+  print_step(("decode step (" + std::to_string(r.kinds.size() - 1) + "-kind checkpoint)").c_str(), r.decode_step, bw);
+
+  std::printf("\n  verification: extend of n tokens / one decode step (distinct routed experts)\n  %-12s", "kind");
+  for (auto& [n, f] : r.kinds[0].extend) std::printf("   n=%-8lld", (long long)n);
+  std::printf("\n");
+  for (const bench::LayerKind& k : r.kinds) {
+    std::printf("  %-12s", k.name.c_str());
+    for (auto& [n, f] : k.extend) std::printf("  %5.2f (%3lld)", f.ms / k.decode.ms, (long long)k.experts.at(n));
+    std::printf("\n");
+  }
+  std::printf("  %-12s", "head");
+  for (auto& [n, f] : r.head)
+    if (n > 1) std::printf("  %5.2f      ", f.ms / r.head.at(1).ms);
+  std::printf("\n");
+
+  auto print_model = [&](const bench::SpeedupModel& m, const char* title) {
+    std::printf("\n  speedup model, %s: %lld layers (", title, (long long)pattern.size());
+    for (auto& [ratio, count] : m.layers_of_kind) std::printf(" %lld x ratio %lld", (long long)count, (long long)ratio);
+    std::printf(" ) + head; T_decode %.1f ms, T_draft %.1f ms\n", m.decode_ms, m.draft_ms);
+    std::printf("  %-8s", "alpha");
+    for (int k : ks) std::printf("     k=%d", k);
+    std::printf("\n");
+    for (double al : alphas) {
+      std::printf("  %-8.1f", al);
+      for (auto& p : m.points)
+        if (p.alpha == al) std::printf("  %6.2f", p.speedup);
+      std::printf("\n");
+    }
+    for (auto& n : m.notes) std::printf("  note: %s\n", n.c_str());
+  };
+  print_model(sm, "full draft head");
+  if (r.mtp_vocab > 0) print_model(sm_vocab, ("draft head of " + std::to_string(r.mtp_vocab) + " rows").c_str());
+  std::printf("  (speedup = E·T_decode / (T_verify(k+1) + k·T_draft), E = (1 - a^(k+1)) / (1 - a))\n");
+
+  std::printf("\n  end to end on %s (%lld new tokens, greedy):\n", e2e_model.c_str(), (long long)a.e2e_tokens);
+  for (auto& e : e2e)
+    std::printf("    k=%d  %7.2f tokens/s  acceptance %.2f  tokens per step %.2f\n", e.k, e.tokens_per_s, e.acceptance,
+                e.mean_accepted_length);
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, CommandResult& result) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure bandwidth, draft/decode/verify costs and speculative speedup");
+  cmd->add_option("--model", a->model, "checkpoint directory (with the MTP module)")->required();
+  cmd->add_option("--aligned-model", a->aligned_model,
+                  "aligned checkpoint for the end-to-end runs (default: --model itself)");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_option("--threads", a->threads, "threads (0 = all cores)");
+  cmd->add_option("--context", a->context, "tokens prefilled before timing decode steps")->capture_default_str();
+  cmd->add_option("--reps", a->reps, "repetitions per timing (the median is reported)")->capture_default_str();
+  cmd->add_option("--mtp-vocab", a->mtp_vocab, "draft head rows of the limited-vocabulary draft step (0: skip)")
+      ->capture_default_str();
+  cmd->add_option("--e2e-tokens", a->e2e_tokens, "tokens generated per end-to-end run")->capture_default_str();
+  cmd->add_option("--e2e-prompt", a->e2e_prompt, "prompt tokens of the end-to-end runs")->capture_default_str();
+  cmd->add_option("--bandwidth-gib", a->bandwidth_gib, "buffer of the bandwidth measurement (GiB)")
+      ->capture_default_str();
+  cmd->callback([a, &result] { result.exit_code = run_bench(*a); });
+}
+
+}  // namespace dsv4::cli

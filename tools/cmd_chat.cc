@@ -1,0 +1,148 @@
+// dsv4 chat: an interactive multi-turn conversation in the DeepSeek-V4 chat format, the
+// reply streamed as it is accepted (reasoning shown apart from the answer in thinking
+// mode), with the acceptance statistics of speculative decoding on exit.
+//
+// Input is read line by line from stdin; "/clear" starts over, "/exit" or end of input quits.
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "model_tokenizer.h"
+#include "spec/engine.h"
+#include "spec/speculative_decoder.h"
+#include "text/chat_format.h"
+
+namespace dsv4::cli {
+
+namespace {
+
+struct ChatArgs {
+  std::string model, system;
+  bool thinking = false;
+  int draft = 0;
+  int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
+  float temperature = 0.0f, top_p = 1.0f;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+void add_metrics(DecodeMetrics& total, const DecodeMetrics& m) {
+  total.prompt_tokens += m.prompt_tokens;
+  total.generated_tokens += m.generated_tokens;
+  total.decode_tokens += m.decode_tokens;
+  total.passes += m.passes;
+  total.sequence_steps += m.sequence_steps;
+  total.drafted += m.drafted;
+  total.accepted += m.accepted;
+  total.drafted_at.resize(std::max(total.drafted_at.size(), m.drafted_at.size()), 0);
+  total.accepted_at.resize(total.drafted_at.size(), 0);
+  for (size_t j = 0; j < m.drafted_at.size(); ++j) {
+    total.drafted_at[j] += m.drafted_at[j];
+    total.accepted_at[j] += m.accepted_at[j];
+  }
+  total.prefill_seconds += m.prefill_seconds;
+  total.decode_seconds += m.decode_seconds;
+}
+
+// Streams one assistant turn: reasoning (thinking mode) until </think>, then the answer.
+class TurnPrinter {
+ public:
+  TurnPrinter(const text::Tokenizer& tok, bool thinking) : stream_(tok, /*skip_special=*/true), thinking_(thinking) {
+    think_end_ = tok.token_id("</think>").value_or(-1);
+    std::printf(thinking_ ? "[thinking] " : "[answer] ");
+  }
+  void push(int32_t token) {
+    if (thinking_ && token == think_end_) {
+      std::printf("%s\n[answer] ", stream_.flush().c_str());
+      thinking_ = false;
+    } else {
+      std::fputs(stream_.push(token).c_str(), stdout);
+    }
+    std::fflush(stdout);
+  }
+  void finish() { std::printf("%s\n", stream_.flush().c_str()); }
+
+ private:
+  text::StreamingDecoder stream_;
+  bool thinking_;
+  int32_t think_end_ = -1;
+};
+
+int run_chat(const ChatArgs& a) {
+  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
+  auto engine = Engine::open(a.model, {a.threads, a.draft > 0, a.mtp_vocab, 16});
+  DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft needs the MTP module, but the checkpoint has none");
+  const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
+  const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
+  GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.draft_tokens = a.draft;
+  o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
+  o.eos = stop_token(tok, engine->config());
+
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  const size_t system_messages = messages.size();
+  DecodeMetrics total;
+  SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  std::string line;
+  int turns = 0;
+  for (;;) {
+    std::printf(">>> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (line == "/clear") {
+      messages.erase(messages.begin() + long(system_messages), messages.end());
+      std::printf("(conversation cleared)\n");
+      continue;
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    const std::string prompt = text::encode_messages(messages, mode);
+    const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/false);  // the text carries the BOS token
+    TurnPrinter printer(tok, a.thinking);
+    o.sampling.seed = a.seed + uint64_t(turns++);
+    auto out = decoder.generate(std::vector<std::vector<int32_t>>{ids}, o, [&](size_t, std::span<const int32_t> t) {
+      for (int32_t token : t) printer.push(token);
+    });
+    printer.finish();
+    add_metrics(total, decoder.metrics());
+    const std::string completion = tok.decode(out[0].tokens);
+    try {
+      messages.push_back(text::parse_completion(completion, mode).to_json());
+    } catch (const std::exception&) {  // cut off by --max-new-tokens: keep the raw text as the reply
+      messages.push_back({{"role", "assistant"}, {"content", tok.decode(out[0].tokens, true)}});
+    }
+  }
+  std::printf("\n%d turns, %lld tokens generated, decode %.2f tokens/s\n", turns, (long long)total.generated_tokens,
+              total.decode_tokens_per_s());
+  if (a.draft > 0) {
+    std::printf("speculative decoding (k = %d): drafted %lld, accepted %lld (%.3f); by position:", a.draft,
+                (long long)total.drafted, (long long)total.accepted, total.acceptance_rate());
+    for (double r : total.acceptance_by_position()) std::printf(" %.3f", r);
+    std::printf("; mean accepted length %.2f\n", total.mean_accepted_length());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_chat(CLI::App& app, CommandResult& result) {
+  auto args = std::make_shared<ChatArgs>();
+  CLI::App* cmd = app.add_subcommand("chat", "Interactive chat in the DeepSeek-V4 format (reads turns from stdin)");
+  cmd->add_option("--model", args->model, "checkpoint directory (with tokenizer.json)")->required();
+  cmd->add_flag("--thinking", args->thinking, "thinking mode: the reply reasons inside <think>...</think> first");
+  cmd->add_option("--system", args->system, "system prompt");
+  cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
+  cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows");
+  cmd->add_option("--max-new-tokens", args->max_new_tokens, "longest reply in tokens (default 256)");
+  cmd->add_option("--temperature", args->temperature, "0 = greedy (default)");
+  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");
+  cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
+  cmd->add_option("--seed", args->seed, "random seed for sampling");
+  cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  cmd->callback([args, &result] { result.exit_code = run_chat(*args); });
+}
+
+}  // namespace dsv4::cli
