@@ -47,6 +47,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
     return 0;
   }
   std::printf("%s\n", rest.c_str());
+  std::fflush(stdout);
   std::fprintf(stderr, "[%zu prompt tokens, %zu generated; prefill %.1f tokens/s, decode %.2f tokens/s", ids.size(),
                outputs[0].tokens.size(), m.prefill_tokens_per_s(), m.decode_tokens_per_s());
   if (o.draft_tokens > 0)

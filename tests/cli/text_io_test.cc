@@ -1,0 +1,88 @@
+// Text in, text out on a tiny checkpoint with a real (hand-made) tokenizer: generate
+// --prompt streams text, chat holds a multi-turn conversation read from stdin and prints
+// acceptance statistics on exit, and both fail clearly without a tokenizer.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace dsv4 {
+namespace {
+
+std::filesystem::path demo_checkpoint() {
+  static const std::filesystem::path dir = [] {
+    namespace fs = std::filesystem;
+    const fs::path tok = test::scratch_dir("toy-tokenizer");
+    fs::copy_file(test::data_path("tokenizer/toy_tokenizer.json"), tok / "tokenizer.json");
+    fs::copy_file(test::data_path("tokenizer/toy_tokenizer_config.json"), tok / "tokenizer_config.json");
+    const fs::path out = test::scratch_dir("text-demo");
+    auto r = test::run_cli("make-checkpoint --preset tiny --seed 4 --quiet --out " + out.string() + " --tokenizer " +
+                           (tok / "tokenizer.json").string());
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return out;
+  }();
+  return dir;
+}
+
+TEST(TextIo, MakeCheckpointSizesTheVocabularyFromTheTokenizer) {
+  const auto dir = demo_checkpoint();
+  EXPECT_TRUE(std::filesystem::exists(dir / "tokenizer.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "tokenizer_config.json"));
+  auto r = test::run_cli("inspect --json " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto ids = test::run_shell("echo hello | " + std::string(DSV4_CLI) + " tokenize --tokenizer " +
+                             (dir / "tokenizer.json").string() + " --json");
+  ASSERT_EQ(ids.exit_code, 0) << ids.out;
+  EXPECT_FALSE(nlohmann::json::parse(ids.out)["ids"].empty());
+}
+
+TEST(TextIo, GeneratePromptStreamsTheDecodedText) {
+  const auto dir = demo_checkpoint();
+  auto j = test::run_cli("generate --model " + dir.string() +
+                         " --prompt 'hello world' --max-new-tokens 12 --draft 2 --ignore-eos --json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  auto out = nlohmann::json::parse(j.out);
+  ASSERT_EQ(out["tokens"].size(), 12u);
+  // The streamed text is the decoded tokens (special tokens skipped).
+  std::string ids;
+  for (auto& t : out["tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(t.get<int>());
+  auto detok = test::run_cli("detokenize --skip-special --tokenizer " + (dir / "tokenizer.json").string() + " --ids " + ids);
+  ASSERT_EQ(detok.exit_code, 0) << detok.out;
+  EXPECT_EQ(out["text"].get<std::string>(), detok.out);
+  // Plain text mode prints the same text on stdout.
+  auto plain = test::run_shell("(" + std::string(DSV4_CLI) + " generate --model " + dir.string() +
+                               " --prompt 'hello world' --max-new-tokens 12 --ignore-eos 2>/dev/null)");
+  ASSERT_EQ(plain.exit_code, 0);
+  EXPECT_EQ(plain.out, out["text"].get<std::string>() + "\n");
+}
+
+TEST(TextIo, ChatReadsTurnsFromStdin) {
+  const auto dir = demo_checkpoint();
+  auto r = test::run_shell("printf 'hello\\nhow are you\\n/clear\\nagain\\n' | " + std::string(DSV4_CLI) +
+                           " chat --model " + dir.string() + " --draft 2 --max-new-tokens 10");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  size_t answers = 0;
+  for (size_t at = 0; (at = r.out.find("[answer]", at)) != std::string::npos; ++at) ++answers;
+  EXPECT_EQ(answers, 3u) << r.out;
+  EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 turns"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speculative decoding (k = 2): drafted"), std::string::npos) << r.out;
+
+  auto thinking = test::run_shell("printf 'why\\n' | " + std::string(DSV4_CLI) + " chat --thinking --model " +
+                                  dir.string() + " --max-new-tokens 8");
+  ASSERT_EQ(thinking.exit_code, 0) << thinking.out;
+  EXPECT_NE(thinking.out.find("[thinking]"), std::string::npos) << thinking.out;
+}
+
+TEST(TextIo, TextNeedsTheCheckpointsTokenizer) {
+  auto r = test::run_cli("generate --model " + test::tiny_a_dir().string() + " --prompt hello");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+  auto chat = test::run_shell("echo hi | " + std::string(DSV4_CLI) + " chat --model " + test::tiny_a_dir().string());
+  EXPECT_EQ(chat.exit_code, 1);
+  EXPECT_NE(chat.out.find("tokenizer.json"), std::string::npos) << chat.out;
+}
+
+}  // namespace
+}  // namespace dsv4
