@@ -1,5 +1,6 @@
 #include "support/spec_support.h"
 
+#include <functional>
 #include <random>
 
 #include "checkpoint/make_checkpoint.h"
@@ -10,8 +11,13 @@ namespace dsv4::test {
 std::filesystem::path generated_checkpoint(const std::string& name, const std::string& preset, uint64_t seed,
                                            const std::vector<std::string>& set, const std::vector<int64_t>& ratios,
                                            double perturb) {
-  const std::filesystem::path dir = std::filesystem::path(DSV4_TEST_TMP) / ("ckpt-" + name);
-  if (std::filesystem::exists(dir / "model.safetensors.index.json")) return dir;  // made earlier in this run
+  // Cached in the build tree, keyed by every parameter (a changed recipe gets a new directory).
+  std::string key = preset + "|" + std::to_string(seed) + "|" + std::to_string(perturb);
+  for (auto& s : set) key += "|" + s;
+  for (auto r : ratios) key += "|" + std::to_string(r);
+  const std::filesystem::path dir =
+      std::filesystem::path(DSV4_TEST_TMP) / ("ckpt-" + name + "-" + std::to_string(std::hash<std::string>{}(key) % 1000000));
+  if (std::filesystem::exists(dir / "model.safetensors.index.json")) return dir;
   MakeCheckpointOptions o;
   o.preset = preset;
   o.seed = seed;
