@@ -141,6 +141,22 @@ TEST(InspectCli, MissingMtpTensor) {
   EXPECT_EQ(code, 1);
   EXPECT_EQ(report["missing"], json::array({name}));
   EXPECT_FALSE(report["complete"].get<bool>());
+  // The MTP loader: mtp.0.enorm.weight is there, so the module is present and a missing
+  // part of it is an error naming the tensor (not a silent "absent").
+  expect_failure(test::run_cli("generate --model " + dir.string() + " --prompt-tokens 0,1 --draft 1"), 1,
+                 {"mtp.0.h_proj.weight"});
+}
+
+TEST(InspectCli, CheckpointWithoutMtpIsCompleteAndReportsItAbsent) {
+  const fs::path dir = test::scratch_dir("no_mtp_module");
+  auto made = test::run_cli("make-checkpoint --preset tiny --seed 3 --no-mtp --quiet --out " + dir.string());
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  const auto r = test::run_cli("inspect " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("MTP: absent"), std::string::npos) << r.out;
+  const auto score = test::run_cli("score --model " + dir.string() + " --tokens 0,5,6,7 --prompt-len 2");
+  EXPECT_EQ(score.exit_code, 0) << score.out;
+  EXPECT_NE(score.out.find("MTP module: absent"), std::string::npos) << score.out;
 }
 
 TEST(InspectCli, ChangedShape) {

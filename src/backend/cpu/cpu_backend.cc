@@ -10,7 +10,8 @@
 
 namespace dsv4 {
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), scratch_(size_t(pool_.size())) {}
+CpuBackend::CpuBackend(int num_threads, CpuIsa isa)
+    : isa_(cpu_features().has(isa) ? isa : default_isa()), pool_(num_threads), scratch_(size_t(pool_.size())) {}
 CpuBackend::~CpuBackend() = default;
 
 void* CpuBackend::allocate(size_t bytes) {

@@ -8,18 +8,26 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/gemm.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
 namespace dsv4 {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int num_threads = 0);
+  // isa: the kernels' instruction set (default: the best this machine has, see cpu_features.h).
+  explicit CpuBackend(int num_threads = 0, CpuIsa isa = default_isa());
   ~CpuBackend() override;
 
   const char* name() const override { return "cpu"; }
   int num_threads() const override { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
+  CpuIsa isa() const { return isa_; }
+
+  // Runs a prepared product over all outputs of w, split over the threads.
+  void gemm(const cpu::GemmKernel& kernel, const cpu::PreparedInput& in, const WeightView& w, float* y, int64_t ldy,
+            bool round_bf16);
 
   void* allocate(size_t bytes) override;
   void release(void* p) override;
@@ -67,8 +75,22 @@ class CpuBackend final : public Backend {
 
  private:
   const std::vector<float>& rope_frequencies(const RopeSpec& spec);
+  // Outputs per task when splitting `rows` outputs of w applied to n rows over the threads.
+  int64_t output_chunk(const WeightView& w, int64_t rows, int64_t n) const;
 
+  CpuIsa isa_;
   ThreadPool pool_;
+  // Persistent buffers (they only grow: steady-state decoding allocates nothing).
+  cpu::ActivationBuffer act_;                       // linear
+  std::vector<cpu::ActivationBuffer> group_buffers_;  // grouped_linear, one per group
+  std::vector<cpu::PreparedInput> grouped_inputs_;
+  cpu::ActivationBuffer moe_act_x_, moe_act_h_;      // moe_experts
+  std::vector<int64_t> start_, slot_at_, position_of_, cursor_, active_;
+  std::vector<int32_t> order_;
+  std::vector<float> moe_x_, moe_g_, moe_u_, moe_h_, moe_y_;
+  std::vector<std::vector<float>> attn_kv_;        // sparse_attention: a KV set in f32, per worker
+  std::vector<std::vector<int64_t>> attn_entries_;
+  std::vector<float> hc_mixes_, hc_weights_;       // hyper-connections
   std::vector<std::vector<float>> scratch_;
   std::mutex rope_mutex_;
   std::vector<std::pair<RopeSpec, std::vector<float>>> rope_cache_;

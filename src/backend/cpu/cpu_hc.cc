@@ -1,9 +1,11 @@
 // Hyper-connections on the CPU: hc_pre (mixing weights with Sinkhorn), hc_post, hc_head.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/simd.h"
 #include "core/error.h"
 #include "core/number_formats.h"
 
@@ -23,10 +25,9 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 void hc_mixes(CpuBackend& be, const Tensor& x, const WeightView& fn, float norm_eps, float* mixes) {
   const int64_t n = x.dim(0), width = x.numel() / n, mix = fn.rows;
   DSV4_CHECK(fn.cols == width, "hyper-connection '", fn.name(), "': expects ", fn.cols, " inputs, got ", width);
-  cpu::PreparedInput in{x.f32(), nullptr, n, width};
-  be.pool().parallel_for(mix, 1, [&](int64_t m0, int64_t m1, int worker) {
-    cpu::gemm_rows(in, fn, m0, m1, mixes, mix, false, be.scratch(worker, size_t(width)));
-  });
+  const cpu::GemmKernel kernel = cpu::select_gemm(be.isa(), fn);
+  cpu::ActivationBuffer natural;  // F32 kernels read x in place: nothing is stored
+  be.gemm(kernel, natural.prepare(kernel, x.f32(), n, width, width, false), fn, mixes, mix, false);
   for (int64_t r = 0; r < n; ++r) {
     const float* v = x.f32() + r * width;
     float ss = 0.0f;
@@ -36,15 +37,24 @@ void hc_mixes(CpuBackend& be, const Tensor& x, const WeightView& fn, float norm_
   }
 }
 
-// y[n] = round_bf16(sum_j weight[n, j] · x[n, j])
+// y[n] = round_bf16(sum_j weight[n, j] · x[n, j])   (8 dims at a time, the same steps per lane)
 void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
   const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t k = 0; k < D; ++k) {
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t k = 0;
+    for (; k + 8 <= D; k += 8) {
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t j = 0; j < hc; ++j)
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(weight[r * hc + j]),
+                                               _mm256_loadu_ps(x.f32() + (r * hc + j) * D + k)));
+      _mm256_storeu_ps(y.f32() + r * D + k, cpu::round_bf16_x8(acc));
+    }
+    for (; k < D; ++k) {
       float acc = 0.0f;
       for (int64_t j = 0; j < hc; ++j) acc += weight[r * hc + j] * x.f32()[(r * hc + j) * D + k];
       y.f32()[r * D + k] = round_bf16(acc);
     }
+  }
 }
 
 }  // namespace
@@ -52,9 +62,11 @@ void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
 void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, float eps, float norm_eps,
                         HcPreOut& out) {
   const int64_t n = x.dim(0), hc = x.dim(1), mix = (2 + hc) * hc;
-  std::vector<float> mixes(size_t(n * mix));
+  std::vector<float>& mixes = hc_mixes_;
+  mixes.resize(size_t(n * mix));
   hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
-  std::vector<float> pre(size_t(n * hc));
+  std::vector<float>& pre = hc_weights_;
+  pre.resize(size_t(n * hc));
   const float s0 = f32_at(w.scale, 0), s1 = f32_at(w.scale, 1), s2 = f32_at(w.scale, 2);
   for (int64_t r = 0; r < n; ++r) {
     const float* m = mixes.data() + r * mix;
@@ -91,22 +103,28 @@ void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, floa
     }
   }
   weighted_stream_sum(x, pre.data(), out.u);
-  if (!out.mixes.empty()) std::memcpy(out.mixes.data, mixes.data(), mixes.size() * 4);
-  if (!out.pre.empty()) std::memcpy(out.pre.data, pre.data(), pre.size() * 4);
+  if (!out.mixes.empty()) std::memcpy(out.mixes.data, mixes.data(), size_t(n * mix) * 4);
+  if (!out.pre.empty()) std::memcpy(out.pre.data, pre.data(), size_t(n * hc) * 4);
 }
 
 void CpuBackend::hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) {
+  // X'_k = round_bf16(post_k · f + Σ_j comb_jk · X_j), 8 dims at a time (the same steps per lane).
   const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
-  pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* c = comb.f32() + r * hc * hc;
-      for (int64_t k = 0; k < hc; ++k) {
-        const float p = post.f32()[r * hc + k];
-        for (int64_t e = 0; e < D; ++e) {
-          float mixed = 0.0f;
-          for (int64_t j = 0; j < hc; ++j) mixed += c[j * hc + k] * x.f32()[(r * hc + j) * D + e];
-          y.f32()[(r * hc + k) * D + e] = round_bf16(p * f.f32()[r * D + e] + mixed);
-        }
+  DSV4_CHECK(D % 8 == 0, "hc_post: width ", D, " is not a multiple of 8");
+  const int64_t chunks = std::min<int64_t>(int64_t(pool_.size()), std::max<int64_t>(1, n * D / 4096));
+  const int64_t per = (D / 8 + chunks - 1) / chunks * 8;
+  pool_.run(n * chunks, [&](int64_t task, int) {
+    const int64_t r = task / chunks, e0 = (task % chunks) * per, e1 = std::min(D, e0 + per);
+    const float* c = comb.f32() + r * hc * hc;
+    for (int64_t k = 0; k < hc; ++k) {
+      const __m256 p = _mm256_set1_ps(post.f32()[r * hc + k]);
+      for (int64_t e = e0; e < e1; e += 8) {
+        __m256 mixed = _mm256_setzero_ps();
+        for (int64_t j = 0; j < hc; ++j)
+          mixed = _mm256_add_ps(mixed, _mm256_mul_ps(_mm256_set1_ps(c[j * hc + k]),
+                                                     _mm256_loadu_ps(x.f32() + (r * hc + j) * D + e)));
+        const __m256 v = _mm256_add_ps(_mm256_mul_ps(p, _mm256_loadu_ps(f.f32() + r * D + e)), mixed);
+        _mm256_storeu_ps(y.f32() + (r * hc + k) * D + e, cpu::round_bf16_x8(v));
       }
     }
   });
@@ -114,7 +132,8 @@ void CpuBackend::hc_post(const Tensor& x, const Tensor& f, const Tensor& post, c
 
 void CpuBackend::hc_head(const Tensor& x, const HcHeadWeights& w, float eps, float norm_eps, Tensor& y) {
   const int64_t n = x.dim(0), hc = x.dim(1);
-  std::vector<float> mixes(size_t(n * hc));
+  std::vector<float>& mixes = hc_mixes_;
+  mixes.resize(size_t(n * hc));
   hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
   const float s = f32_at(w.scale, 0);
   for (int64_t r = 0; r < n; ++r)

@@ -1,6 +1,6 @@
-// Linear layers on the CPU: prepare (quantize) the activations once, then split the
-// output features over the threads; each thread reads its slice of the weights once
-// and applies it to every input row.
+// Linear layers on the CPU: prepare (quantize, lay out) the activations once into a
+// persistent buffer, then split the output features over the threads; each thread reads
+// its slice of the weights once and applies it to every input row (gemm_driver.h).
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
@@ -12,32 +12,48 @@ namespace dsv4 {
 
 namespace {
 
-bool quantizes_input(const WeightView& w, ActQuant q) {
-  return q == ActQuant::ByWeight && (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4);
+// Bytes of one weight row (with its scales), for sizing the work handed to a thread.
+int64_t row_bytes(const WeightView& w) {
+  switch (w.format) {
+    case WeightFormat::FP8: return w.cols + (w.cols + 127) / 128 / 128 + 1;
+    case WeightFormat::FP4: return w.cols / 2 + w.cols / 32;
+    case WeightFormat::BF16: return 2 * w.cols;
+    default: return 4 * w.cols;
+  }
 }
 
 }  // namespace
+
+int64_t CpuBackend::output_chunk(const WeightView& w, int64_t rows, int64_t n) const {
+  // At least ~64 KB of weights (times rows) per task, at most 4 tasks per thread (the tail
+  // of a dynamic split stays short); chunks of 8 outputs where that costs no balance.
+  const int64_t work = std::max<int64_t>(1, row_bytes(w) * std::max<int64_t>(n, 1));
+  const int64_t min_rows = std::max<int64_t>(1, (int64_t(64) << 10) / work);
+  int64_t tasks = std::clamp<int64_t>(rows / min_rows, 1, int64_t(pool_.size()) * 4);
+  int64_t chunk = (rows + tasks - 1) / tasks;
+  if (chunk > 32) chunk = (chunk + 7) / 8 * 8;
+  return chunk;
+}
+
+void CpuBackend::gemm(const cpu::GemmKernel& kernel, const cpu::PreparedInput& in, const WeightView& w, float* y,
+                      int64_t ldy, bool round_bf16) {
+  const int64_t M = w.rows, chunk = output_chunk(w, M, in.n);
+  const int64_t tasks = (M + chunk - 1) / chunk;
+  pool_.run(tasks, [&](int64_t t, int) {
+    kernel.rows(in, w, t * chunk, std::min(M, (t + 1) * chunk), y, ldy, round_bf16);
+  });
+}
 
 void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) {
   const int64_t n = x.rows(), K = x.cols();
   DSV4_CHECK(K == w.cols, "linear '", w.name(), "': input has ", K, " features, weight expects ", w.cols);
   DSV4_CHECK(y.rows() == n && y.cols() == w.rows, "linear '", w.name(), "': output ", y.shape_string(),
              " does not match [", n, ", ", w.rows, "]");
-  cpu::PreparedInput in{x.f32(), nullptr, n, K};
-  std::vector<float> xq, sx;
-  if (quantizes_input(w, opt.act_quant)) {
-    DSV4_CHECK(K % kFp8Block == 0, "linear '", w.name(), "': ", K, " inputs are not a multiple of 128");
-    xq.resize(size_t(n * K));
-    sx.resize(size_t(n * (K / kFp8Block)));
-    cpu::quantize_activations(x.f32(), n, K, xq.data(), sx.data());
-    in.x = xq.data();
-    in.sx = sx.data();
-  }
-  const int64_t M = w.rows;
-  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(K / 64, 1));
-  pool_.parallel_for(M, grain, [&](int64_t m0, int64_t m1, int worker) {
-    cpu::gemm_rows(in, w, m0, m1, y.f32(), M, opt.round_bf16, scratch(worker, size_t(K)));
-  });
+  const bool quantize = cpu::quantizes_activations(w, opt.act_quant == ActQuant::ByWeight);
+  DSV4_CHECK(!quantize || K % kFp8Block == 0, "linear '", w.name(), "': ", K, " inputs are not a multiple of 128");
+  const cpu::GemmKernel kernel = cpu::select_gemm(isa_, w);
+  const cpu::PreparedInput in = act_.prepare(kernel, x.f32(), n, K, K, quantize);
+  gemm(kernel, in, w, y.f32(), w.rows, opt.round_bf16);
 }
 
 void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
@@ -46,17 +62,22 @@ void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t gr
   DSV4_CHECK(x.cols() == groups * w.cols, "grouped linear '", w.name(), "': input has ", x.cols(),
              " features, expected ", groups, " groups of ", w.cols);
   DSV4_CHECK(y.rows() == n && y.cols() == w.rows, "grouped linear '", w.name(), "': bad output shape");
-  DSV4_CHECK(!quantizes_input(w, opt.act_quant), "grouped linear: quantized activations not supported");
-  // Gather each group's inputs contiguously, then one product per group on its weight rows.
-  std::vector<float> xg(size_t(n * K));
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t r = 0; r < n; ++r)
-      std::copy_n(x.f32() + r * x.cols() + g * K, K, xg.data() + r * K);
-    cpu::PreparedInput in{xg.data(), nullptr, n, K};
-    pool_.parallel_for(M, 8, [&](int64_t m0, int64_t m1, int worker) {
-      cpu::gemm_rows(in, w, g * M + m0, g * M + m1, y.f32(), w.rows, opt.round_bf16, scratch(worker, size_t(K)));
-    });
-  }
+  DSV4_CHECK(!cpu::quantizes_activations(w, opt.act_quant == ActQuant::ByWeight),
+             "grouped linear: quantized activations not supported");
+  // Group g's inputs are columns [g·K, (g+1)·K) of x: prepared in place (row stride G·K) when
+  // the kernel reads the natural layout. One parallel loop covers all groups' outputs.
+  const cpu::GemmKernel kernel = cpu::select_gemm(isa_, w);
+  if (group_buffers_.size() < size_t(groups)) group_buffers_.resize(size_t(groups));
+  grouped_inputs_.resize(size_t(groups));
+  for (int64_t g = 0; g < groups; ++g)
+    grouped_inputs_[size_t(g)] = group_buffers_[size_t(g)].prepare(kernel, x.f32() + g * K, n, K, x.cols(), false);
+  const int64_t chunk = std::min(output_chunk(w, w.rows, n), M);
+  const int64_t per_group = (M + chunk - 1) / chunk;
+  pool_.run(groups * per_group, [&](int64_t t, int) {
+    const int64_t g = t / per_group, m0 = g * M + (t % per_group) * chunk;
+    const int64_t m1 = std::min((g + 1) * M, m0 + chunk);
+    kernel.rows(grouped_inputs_[size_t(g)], w, m0, m1, y.f32(), w.rows, opt.round_bf16);
+  });
 }
 
 }  // namespace dsv4

@@ -1,5 +1,7 @@
 #include "backend/cpu/gemm.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,7 +11,7 @@
 
 namespace dsv4::cpu {
 
-void quantize_activations(const float* x, int64_t n, int64_t k, float* xq, float* sx) {
+void quantize_activations_reference(const float* x, int64_t n, int64_t k, float* xq, float* sx) {
   const float inv_max = 1.0f / kFp8Max;
   const int64_t blocks = k / kFp8Block;
   for (int64_t r = 0; r < n; ++r) {
@@ -25,6 +27,96 @@ void quantize_activations(const float* x, int64_t n, int64_t k, float* xq, float
       sx[r * blocks + b] = s;
     }
   }
+}
+
+void quantize_activations(const float* x, int64_t n, int64_t k, int64_t ldx, float* xq, float* sx) {
+  // The reference's steps on 8 lanes: the same IEEE operations and bit manipulations, so
+  // the result is identical. NaN inputs: max(v, acc) keeps acc as std::max does, and the
+  // clamp keeps NaN as std::clamp does.
+  const float inv_max = 1.0f / kFp8Max;
+  const int64_t blocks = k / kFp8Block;
+  const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-kFp8Max), hi = _mm256_set1_ps(kFp8Max);
+  const __m256 tiny = _mm256_set1_ps(0.015625f), magic = _mm256_set1_ps(16384.0f);
+  const __m256i bias = _mm256_set1_epi32(0x7FFFF), one = _mm256_set1_epi32(1);
+  const __m256i keep = _mm256_set1_epi32(int32_t(0xFFF00000u));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* src = x + r * ldx + b * kFp8Block;
+      float* dst = xq + r * k + b * kFp8Block;
+      __m256 m = _mm256_setzero_ps();
+      for (int i = 0; i < kFp8Block; i += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(src + i)), m);
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+      const float amax = _mm_cvtss_f32(m4);
+      const float s = pow2_ceil(std::max(amax, 1e-4f) * inv_max);
+      const __m256 inv_s = _mm256_set1_ps(1.0f / s);
+      for (int i = 0; i < kFp8Block; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), inv_s);
+        v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+        const __m256 a = _mm256_andnot_ps(sign, v);
+        const __m256 small = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
+        __m256i u = _mm256_castps_si256(a);
+        u = _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 20), one)));
+        const __m256 big = _mm256_castsi256_ps(_mm256_and_si256(u, keep));
+        const __m256 q = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, tiny, _CMP_LT_OQ));
+        _mm256_storeu_ps(dst + i, _mm256_or_ps(q, _mm256_and_ps(v, sign)));
+      }
+      sx[r * blocks + b] = s;
+    }
+  }
+}
+
+namespace {
+
+// Per 32 inputs: evens, then odds.
+void pair_split(const float* src, int64_t k, float* dst) {
+  for (int64_t g = 0; g < k; g += 32)
+    for (int i = 0; i < 16; ++i) {
+      dst[g + i] = src[g + 2 * i];
+      dst[g + 16 + i] = src[g + 2 * i + 1];
+    }
+}
+
+}  // namespace
+
+PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x, int64_t n, int64_t k, int64_t ldx,
+                                        bool quantize) {
+  PreparedInput in{x, nullptr, n, k, ldx, 0};
+  const int64_t blocks = k / kFp8Block;
+  if (quantize) {
+    DSV4_CHECK(k % kFp8Block == 0, "activation quantization: ", k, " inputs are not a multiple of 128");
+    if (x_.size() < size_t(n * k) + (kernel.layout == Layout::Natural ? 0 : size_t(k))) x_.resize(size_t((n + 1) * k));
+    if (s_.size() < size_t(n * blocks)) s_.resize(size_t(n * blocks));
+    quantize_activations(x, n, k, ldx, x_.data(), s_.data());
+    if (kernel.scale_factor != 1.0f)
+      for (int64_t i = 0; i < n * blocks; ++i) s_[size_t(i)] *= kernel.scale_factor;  // exact: powers of two
+    if (kernel.layout == Layout::PairSplit32) {
+      float* tmp = x_.data() + n * k;  // the spare row
+      for (int64_t r = 0; r < n; ++r) {
+        pair_split(x_.data() + r * k, k, tmp);
+        std::memcpy(x_.data() + r * k, tmp, size_t(k) * 4);
+      }
+    }
+    in.x = x_.data();
+    in.ldx = k;
+    in.sx = s_.data();
+    in.ldsx = blocks;
+    return in;
+  }
+  if (kernel.layout == Layout::PairSplit32) {
+    if (x_.size() < size_t(n * k)) x_.resize(size_t(n * k));
+    for (int64_t r = 0; r < n; ++r) pair_split(x + r * ldx, k, x_.data() + r * k);
+    in.x = x_.data();
+    in.ldx = k;
+  }
+  if (kernel.wants_scales) {
+    if (s_.size() < size_t(std::max<int64_t>(blocks, 1))) s_.resize(size_t(std::max<int64_t>(blocks, 1)));
+    std::fill(s_.begin(), s_.begin() + blocks, kernel.scale_factor);
+    in.sx = s_.data();
+    in.ldsx = 0;  // every row shares the constant
+  }
+  return in;
 }
 
 namespace {
@@ -56,38 +148,46 @@ void decode_row(const WeightView& w, int64_t m, float* out) {
   }
 }
 
-// Dot product of `len` values (len a multiple of 8) with 8 interleaved partial sums
-// added pairwise at the end: a fixed order, independent of anything but the data.
+// Dot product of `len` values with 8 interleaved partial sums added pairwise at the end: a
+// fixed order, independent of anything but the data.
 inline float dot(const float* a, const float* b, int64_t len) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t k = 0; k < len; k += 8)
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8)
     for (int l = 0; l < 8; ++l) acc[l] += a[k + l] * b[k + l];
+  for (; k < len; ++k) acc[0] += a[k] * b[k];
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void reference_rows(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
+                    bool round) {
+  std::vector<float> scratch(size_t(w.cols));
+  gemm_rows_reference(in, w, m0, m1, y, ldy, round, scratch.data());
 }
 
 }  // namespace
 
-void gemm_rows(const PreparedInput& in, const WeightView& w, int64_t m_begin, int64_t m_end, float* y,
-               int64_t ldy, bool round_bf16, float* scratch) {
+void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m_begin, int64_t m_end, float* y,
+                         int64_t ldy, bool round_bf16, float* scratch) {
   const int64_t K = w.cols;
-  const int64_t act_blocks = K / kFp8Block;
   for (int64_t m = m_begin; m < m_end; ++m) {
     decode_row(w, m, scratch);
     for (int64_t r = 0; r < in.n; ++r) {
-      const float* x = in.x + r * K;
+      const float* x = in.x + r * in.ldx;
+      const float* sx = in.sx ? in.sx + r * in.ldsx : nullptr;
       float acc = 0.0f;
       if (w.format == WeightFormat::FP8) {
         const uint8_t* ws = w.scale + (m / kFp8Block) * w.scale_cols;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kFp8Block, len = std::min<int64_t>(kFp8Block, K - k0);
-          const float s = e8m0_to_f32(ws[b]) * (in.sx ? in.sx[r * act_blocks + b] : 1.0f);
+          const float s = e8m0_to_f32(ws[b]) * (sx ? sx[b] : 1.0f);
           acc += dot(x + k0, scratch + k0, len) * s;
         }
       } else if (w.format == WeightFormat::FP4) {
         const uint8_t* ws = w.scale + m * w.scale_cols;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kFp4Block;
-          const float s = e8m0_to_f32(ws[b]) * (in.sx ? in.sx[r * act_blocks + k0 / kFp8Block] : 1.0f);
+          const float s = e8m0_to_f32(ws[b]) * (sx ? sx[k0 / kFp8Block] : 1.0f);
           acc += dot(x + k0, scratch + k0, kFp4Block) * s;
         }
       } else {
@@ -96,6 +196,20 @@ void gemm_rows(const PreparedInput& in, const WeightView& w, int64_t m_begin, in
       y[r * ldy + m] = round_bf16 ? dsv4::round_bf16(acc) : acc;
     }
   }
+}
+
+GemmKernel select_gemm(CpuIsa isa, const WeightView& w) {
+  if (isa == CpuIsa::Avx512 && cpu_features().has(CpuIsa::Avx512)) {
+    GemmKernel k = avx512_gemm(w);
+    if (k.rows) return k;
+  }
+  if (isa != CpuIsa::Reference && cpu_features().has(CpuIsa::Avx2)) {
+    GemmKernel k = avx2_gemm(w);
+    if (k.rows) return k;
+  }
+  GemmKernel k;
+  k.rows = reference_rows;
+  return k;
 }
 
 }  // namespace dsv4::cpu
