@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "generate_text.h"
+#include "metrics_report.h"
 #include "spec/engine.h"
 #include "spec/speculative_decoder.h"
 #include "token_args.h"
@@ -57,23 +58,12 @@ int run_generate(const GenerateArgs& a) {
     nlohmann::json j;
     if (outputs.size() == 1) j["tokens"] = outputs[0].tokens;
     else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
-    j["prefill_tokens_per_s"] = m.prefill_tokens_per_s();
-    j["decode_tokens_per_s"] = m.decode_tokens_per_s();
-    j["draft"] = a.draft;
-    j["drafted"] = m.drafted;
-    j["accepted"] = m.accepted;
-    j["acceptance_by_position"] = m.acceptance_by_position();
-    j["mean_accepted_length"] = m.mean_accepted_length();
+    add_metrics(j, m, a.draft);
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   for (auto& s : outputs) std::printf("%s\n", join_tokens(s.tokens).c_str());
-  std::fprintf(stderr, "prefill: %.1f tokens/s, decode: %.2f tokens/s", m.prefill_tokens_per_s(), m.decode_tokens_per_s());
-  if (a.draft > 0) {
-    std::fprintf(stderr, ", drafted %lld, accepted %lld (%.3f), mean accepted length %.2f",
-                 (long long)m.drafted, (long long)m.accepted, m.acceptance_rate(), m.mean_accepted_length());
-  }
-  std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "%s\n", metrics_line(m, a.draft).c_str());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics_report.h"
 #include "model_tokenizer.h"
 
 namespace dsv4::cli {
@@ -36,23 +37,14 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
     j["text"] = all_text;
     j["prompt_tokens"] = ids;
     j["tokens"] = outputs[0].tokens;
-    j["prefill_tokens_per_s"] = m.prefill_tokens_per_s();
-    j["decode_tokens_per_s"] = m.decode_tokens_per_s();
-    j["draft"] = o.draft_tokens;
-    j["drafted"] = m.drafted;
-    j["accepted"] = m.accepted;
-    j["acceptance_by_position"] = m.acceptance_by_position();
-    j["mean_accepted_length"] = m.mean_accepted_length();
+    add_metrics(j, m, o.draft_tokens);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s\n", rest.c_str());
   std::fflush(stdout);
-  std::fprintf(stderr, "[%zu prompt tokens, %zu generated; prefill %.1f tokens/s, decode %.2f tokens/s", ids.size(),
-               outputs[0].tokens.size(), m.prefill_tokens_per_s(), m.decode_tokens_per_s());
-  if (o.draft_tokens > 0)
-    std::fprintf(stderr, "; acceptance %.3f, mean accepted length %.2f", m.acceptance_rate(), m.mean_accepted_length());
-  std::fprintf(stderr, "]\n");
+  std::fprintf(stderr, "[%zu prompt tokens, %zu generated; %s]\n", ids.size(), outputs[0].tokens.size(),
+               metrics_line(m, o.draft_tokens).c_str());
   return 0;
 }
 

@@ -45,28 +45,15 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   workspace_.reset();
   Pass p(target_.backend(), workspace_, tracer);
   const int64_t hc = c_.hc_mult, D = c_.hidden_size, width = hc * D;
-  bool all_at_start = true;
   std::vector<int64_t> logit_rows;
   out.logits_begin.clear();
   out.rows_begin.clear();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    DSV4_CHECK(r.sequence && !r.tokens.empty() && r.streams, "mtp forward: request ", i, " is empty");
-    const int64_t start = r.sequence->length();
-    all_at_start &= start == 0;
-    p.sequences.push_back(r.sequence);
+  for (const Request& r : requests) {
+    DSV4_CHECK(r.streams, "mtp forward: request without input streams");
     out.rows_begin.push_back(p.rows());
     out.logits_begin.push_back(int64_t(logit_rows.size()));
-    for (size_t t = 0; t < r.tokens.size(); ++t) {
-      DSV4_CHECK(r.tokens[t] >= 0 && r.tokens[t] < c_.vocab_size, "token id ", r.tokens[t],
-                 " is outside the vocabulary (", c_.vocab_size, " tokens)");
-      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(p.rows());
-      p.tokens.push_back(r.tokens[t]);
-      p.positions.push_back(start + int64_t(t));
-      p.sequence_of_row.push_back(int32_t(i));
-    }
+    p.add_sequence(r.sequence, r.tokens, r.all_logits, c_.vocab_size, c_.max_position_embeddings, logit_rows);
   }
-  p.phase = all_at_start ? "prefill" : "decode";
   const int64_t n = p.rows();
 
   Tensor streams = p.alloc({n, hc, D});
@@ -91,11 +78,7 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   p.be.to_host(logits, out.logits.data());
   out.streams.resize(size_t(n * width));
   p.be.to_host(x, out.streams.data());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    SequenceCache* seq = requests[i].sequence;
-    seq->set_length(seq->length() + int64_t(requests[i].tokens.size()));
-    seq->release_unneeded();
-  }
+  p.commit_sequences();
 }
 
 }  // namespace dsv4

@@ -57,32 +57,14 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   DSV4_CHECK(!requests.empty(), "forward: no requests");
   workspace_.reset();
   Pass p{backend_, workspace_, tracer};
-  bool all_at_start = true;
   std::vector<int64_t> logit_rows;
   out.logits_begin.clear();
   out.rows_begin.clear();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    DSV4_CHECK(r.sequence && !r.tokens.empty(), "forward: request ", i, " has no tokens");
-    const int64_t start = r.sequence->length();
-    DSV4_CHECK(start + int64_t(r.tokens.size()) <= config_.max_position_embeddings, "sequence of ",
-               start + int64_t(r.tokens.size()), " tokens exceeds the context limit (max_position_embeddings = ",
-               config_.max_position_embeddings, ")");
-    all_at_start &= start == 0;
-    p.sequences.push_back(r.sequence);
+  for (const Request& r : requests) {
     out.rows_begin.push_back(p.rows());
     out.logits_begin.push_back(int64_t(logit_rows.size()));
-    for (size_t t = 0; t < r.tokens.size(); ++t) {
-      const int32_t token = r.tokens[t];
-      DSV4_CHECK(token >= 0 && token < config_.vocab_size, "token id ", token, " is outside the vocabulary (",
-                 config_.vocab_size, " tokens)");
-      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(p.rows());
-      p.tokens.push_back(token);
-      p.positions.push_back(start + int64_t(t));
-      p.sequence_of_row.push_back(int32_t(i));
-    }
+    p.add_sequence(r.sequence, r.tokens, r.all_logits, config_.vocab_size, config_.max_position_embeddings, logit_rows);
   }
-  p.phase = all_at_start ? "prefill" : "decode";
 
   const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
   Tensor x = p.alloc({n, hc, D});
@@ -105,11 +87,7 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   out.hidden.resize(size_t(n * hc * D));
   p.be.to_host(x, out.hidden.data());
 
-  for (size_t i = 0; i < requests.size(); ++i) {
-    SequenceCache* seq = requests[i].sequence;
-    seq->set_length(seq->length() + int64_t(requests[i].tokens.size()));
-    seq->release_unneeded();
-  }
+  p.commit_sequences();
 }
 
 }  // namespace dsv4

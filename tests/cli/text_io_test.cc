@@ -3,6 +3,8 @@
 // acceptance statistics on exit, and both fail clearly without a tokenizer.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -13,10 +15,12 @@ namespace {
 std::filesystem::path demo_checkpoint() {
   static const std::filesystem::path dir = [] {
     namespace fs = std::filesystem;
-    const fs::path tok = test::scratch_dir("toy-tokenizer");
+    // Per process: ctest runs the cases of this file in parallel processes.
+    const std::string pid = std::to_string(::getpid());
+    const fs::path tok = test::scratch_dir("toy-tokenizer-" + pid);
     fs::copy_file(test::data_path("tokenizer/toy_tokenizer.json"), tok / "tokenizer.json");
     fs::copy_file(test::data_path("tokenizer/toy_tokenizer_config.json"), tok / "tokenizer_config.json");
-    const fs::path out = test::scratch_dir("text-demo");
+    const fs::path out = test::scratch_dir("text-demo-" + pid);
     auto r = test::run_cli("make-checkpoint --preset tiny --seed 4 --quiet --out " + out.string() + " --tokenizer " +
                            (tok / "tokenizer.json").string());
     EXPECT_EQ(r.exit_code, 0) << r.out;

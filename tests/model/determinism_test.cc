@@ -14,9 +14,9 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
-#include "checkpoint/make_checkpoint.h"
 #include "model/model_files.h"
 #include "model/transformer.h"
+#include "support/spec_support.h"
 #include "support/test_support.h"
 
 namespace dsv4 {
@@ -64,15 +64,7 @@ struct Case {
 
 std::filesystem::path checkpoint_for(const Case& c) {
   if (c.set.empty() && c.ratios.empty()) return test::tiny_a_dir();
-  auto dir = test::scratch_dir("determinism-" + c.name);
-  MakeCheckpointOptions o;
-  o.preset = "tiny";
-  o.seed = 7;
-  o.out = dir;
-  for (auto& s : c.set) o.changes.set.push_back(parse_set_option(s));
-  if (!c.ratios.empty()) o.changes.ratios = c.ratios;
-  make_checkpoint(o);
-  return dir;
+  return test::generated_checkpoint("determinism-" + c.name, "tiny", 7, c.set, c.ratios);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <random>
+#include <unistd.h>
 
 #include "checkpoint/make_checkpoint.h"
 #include "support/test_support.h"
@@ -18,15 +19,22 @@ std::filesystem::path generated_checkpoint(const std::string& name, const std::s
   const std::filesystem::path dir =
       std::filesystem::path(DSV4_TEST_TMP) / ("ckpt-" + name + "-" + std::to_string(std::hash<std::string>{}(key) % 1000000));
   if (std::filesystem::exists(dir / "model.safetensors.index.json")) return dir;
+  // ctest runs test cases as parallel processes: write privately, then move into place
+  // (if another process got there first, its identical checkpoint stays).
+  const std::filesystem::path mine = dir.string() + ".tmp" + std::to_string(::getpid());
+  std::filesystem::remove_all(mine);
   MakeCheckpointOptions o;
   o.preset = preset;
   o.seed = seed;
-  o.out = dir;
+  o.out = mine;
   o.perturb = perturb;
   for (auto& s : set) o.changes.set.push_back(parse_set_option(s));
   if (!ratios.empty()) o.changes.ratios = ratios;
-  std::filesystem::create_directories(dir);
+  std::filesystem::create_directories(mine);
   make_checkpoint(o);
+  std::error_code ec;
+  std::filesystem::rename(mine, dir, ec);
+  if (ec) std::filesystem::remove_all(mine);
   return dir;
 }
 

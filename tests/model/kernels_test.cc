@@ -1,0 +1,262 @@
+// The CPU product kernels (gemm_avx2.cc, gemm_avx512.cc) against the scalar reference
+// (gemm_rows_reference), on every instruction set this machine has:
+// - every weight format (FP8 with and without activation quantization, FP4, BF16, F32) over
+//   odd shapes (K = 128, 384, 2176; M = 1, 19, 111, 989; n = 1..9 rows), within a tolerance
+//   computed from the data: two fp32 sums of the same K exact products differ by at most
+//   2·K·u·Σ|x·w| (u = 2^-24), plus one bf16 rounding step when the output is rounded;
+// - batch invariance: n rows in one call equal n one-row calls, and any split of the outputs
+//   over calls (threads) gives the same bits;
+// - the vectorized activation quantizer equals the reference bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gemm.h"
+#include "core/number_formats.h"
+
+namespace dsv4::cpu {
+namespace {
+
+struct TestWeight {
+  std::vector<uint8_t> data, scale;
+  WeightView view;
+};
+
+TestWeight make_weight(WeightFormat f, int64_t M, int64_t K, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  TestWeight t;
+  WeightView& w = t.view;
+  w.format = f;
+  w.rows = M;
+  w.cols = K;
+  switch (f) {
+    case WeightFormat::FP8: {
+      t.data.resize(size_t(M * K));
+      for (auto& b : t.data) {
+        do b = uint8_t(rng()); while ((b & 0x7F) == 0x7F);  // no NaN codes
+      }
+      w.scale_cols = (K + 127) / 128;
+      t.scale.resize(size_t((M + 127) / 128 * w.scale_cols));
+      for (auto& s : t.scale) s = uint8_t(118 + rng() % 12);
+      break;
+    }
+    case WeightFormat::FP4: {
+      t.data.resize(size_t(M * K / 2));
+      for (auto& b : t.data) b = uint8_t(rng());
+      w.scale_cols = K / 32;
+      t.scale.resize(size_t(M * w.scale_cols));
+      for (auto& s : t.scale) s = uint8_t(120 + rng() % 10);
+      break;
+    }
+    case WeightFormat::BF16: {
+      t.data.resize(size_t(M * K * 2));
+      auto* h = reinterpret_cast<uint16_t*>(t.data.data());
+      for (int64_t i = 0; i < M * K; ++i) h[i] = f32_to_bf16(normal(rng) * 0.05f);
+      break;
+    }
+    default: {
+      t.data.resize(size_t(M * K * 4));
+      auto* v = reinterpret_cast<float*>(t.data.data());
+      for (int64_t i = 0; i < M * K; ++i) v[i] = normal(rng) * 0.05f;
+      break;
+    }
+  }
+  w.data = t.data.data();
+  w.scale = t.scale.empty() ? nullptr : t.scale.data();
+  return t;
+}
+
+// Activations with a spread of magnitudes (and some zeros), bf16 values as in the model.
+std::vector<float> make_input(int64_t n, int64_t K, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(size_t(n * K));
+  for (auto& v : x) {
+    const uint64_t r = rng() % 16;
+    v = r == 0 ? 0.0f : round_bf16(normal(rng) * std::ldexp(1.0f, int(r % 8) - 3));
+  }
+  return x;
+}
+
+float weight_value(const WeightView& w, int64_t m, int64_t k) {
+  switch (w.format) {
+    case WeightFormat::FP8:
+      return e4m3_to_f32(w.data[m * w.cols + k]) * e8m0_to_f32(w.scale[(m / 128) * w.scale_cols + k / 128]);
+    case WeightFormat::FP4:
+      return fp4_packed_at(w.data + m * (w.cols / 2), k) * e8m0_to_f32(w.scale[m * w.scale_cols + k / 32]);
+    case WeightFormat::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[m * w.cols + k]);
+    default: return reinterpret_cast<const float*>(w.data)[m * w.cols + k];
+  }
+}
+
+struct Product {
+  std::vector<float> y, bound;  // [n, M] results and allowed |difference|
+};
+
+// The reference result and, per output, 2·K·u·Σ|x·w| (x as the kernels see it: quantized).
+Product reference(const std::vector<float>& x, int64_t n, const WeightView& w, bool quantize, bool round) {
+  const int64_t K = w.cols, M = w.rows;
+  std::vector<float> xq(x), sx;
+  PreparedInput in{x.data(), nullptr, n, K, K, 0};
+  if (quantize) {
+    sx.resize(size_t(n * K / 128));
+    quantize_activations_reference(x.data(), n, K, xq.data(), sx.data());
+    in = {xq.data(), sx.data(), n, K, K, K / 128};
+  }
+  Product p;
+  p.y.resize(size_t(n * M));
+  p.bound.resize(size_t(n * M));
+  std::vector<float> scratch(static_cast<size_t>(K));
+  gemm_rows_reference(in, w, 0, M, p.y.data(), M, round, scratch.data());
+  const double u = std::ldexp(1.0, -24);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t m = 0; m < M; ++m) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double xv = quantize ? double(xq[size_t(r * K + k)]) * sx[size_t(r * (K / 128) + k / 128)]
+                                   : double(x[size_t(r * K + k)]);
+        s += std::fabs(xv * weight_value(w, m, k));
+      }
+      double b = 2.0 * double(K) * u * s;
+      if (round) b += std::fabs(p.y[size_t(r * M + m)]) * std::ldexp(1.0, -7) + b;  // one bf16 ulp apart
+      p.bound[size_t(r * M + m)] = float(b) + 1e-30f;
+    }
+  return p;
+}
+
+std::vector<float> run_kernel(const GemmKernel& k, const std::vector<float>& x, int64_t n, const WeightView& w,
+                              bool quantize, bool round, int64_t m_split = 0) {
+  ActivationBuffer buf;
+  const PreparedInput in = buf.prepare(k, x.data(), n, w.cols, w.cols, quantize);
+  std::vector<float> y(size_t(n * w.rows), -1.0f);
+  if (m_split <= 0) {
+    k.rows(in, w, 0, w.rows, y.data(), w.rows, round);
+  } else {
+    for (int64_t m = 0; m < w.rows; m += m_split) k.rows(in, w, m, std::min(w.rows, m + m_split), y.data(), w.rows, round);
+  }
+  return y;
+}
+
+std::vector<CpuIsa> simd_isas() {
+  std::vector<CpuIsa> isas;
+  if (cpu_features().has(CpuIsa::Avx2)) isas.push_back(CpuIsa::Avx2);
+  if (cpu_features().has(CpuIsa::Avx512)) isas.push_back(CpuIsa::Avx512);
+  return isas;
+}
+
+GemmKernel kernel_for(CpuIsa isa, const WeightView& w) { return isa == CpuIsa::Avx512 ? avx512_gemm(w) : avx2_gemm(w); }
+
+struct Format {
+  const char* name;
+  WeightFormat format;
+  bool quantize;
+};
+const Format kFormats[] = {{"fp8", WeightFormat::FP8, true},
+                           {"fp8_unquantized", WeightFormat::FP8, false},
+                           {"fp4", WeightFormat::FP4, true},
+                           {"bf16", WeightFormat::BF16, false},
+                           {"f32", WeightFormat::F32, false}};
+
+class GemmKernelTest : public ::testing::TestWithParam<Format> {};
+
+TEST_P(GemmKernelTest, MatchesReferenceOverOddShapes) {
+  const Format& f = GetParam();
+  constexpr int64_t kRows = 9;
+  for (int64_t K : {128, 384, 2048 + 128})
+    for (int64_t M : {1, 19, 111, 989}) {
+      const TestWeight tw = make_weight(f.format, M, K, uint64_t(K * 1000 + M));
+      const std::vector<float> x = make_input(kRows, K, uint64_t(K + M));
+      for (bool round : {false, true}) {
+        const Product ref = reference(x, kRows, tw.view, f.quantize, round);
+        for (CpuIsa isa : simd_isas()) {
+          const GemmKernel k = kernel_for(isa, tw.view);
+          ASSERT_NE(k.rows, nullptr) << f.name << " K=" << K << " on " << isa_name(isa);
+          for (int64_t n = 1; n <= kRows; ++n) {
+            const std::vector<float> y = run_kernel(k, x, n, tw.view, f.quantize, round);
+            int64_t bad = 0, first_bad = -1;
+            for (int64_t i = 0; i < n * M; ++i)
+              if (!(std::fabs(y[size_t(i)] - ref.y[size_t(i)]) <= ref.bound[size_t(i)]) && bad++ == 0) first_bad = i;
+            ASSERT_EQ(bad, 0) << f.name << " on " << isa_name(isa) << ": K=" << K << " M=" << M << " n=" << n
+                              << " round=" << round << " output " << first_bad << ": " << y[size_t(first_bad)]
+                              << " vs " << ref.y[size_t(first_bad)] << " ± " << ref.bound[size_t(first_bad)];
+          }
+        }
+      }
+    }
+}
+
+TEST_P(GemmKernelTest, RowsAndOutputSplitsDoNotChangeBits) {
+  const Format& f = GetParam();
+  for (int64_t K : {384, 2048 + 128}) {
+    const int64_t M = 111;
+    const TestWeight tw = make_weight(f.format, M, K, uint64_t(K + 7));
+    const std::vector<float> x = make_input(9, K, uint64_t(K + 11));
+    for (CpuIsa isa : simd_isas()) {
+      const GemmKernel k = kernel_for(isa, tw.view);
+      const std::vector<float> all = run_kernel(k, x, 9, tw.view, f.quantize, true);
+      for (int64_t r = 0; r < 9; ++r) {  // each row alone
+        const std::vector<float> xr(x.begin() + r * K, x.begin() + (r + 1) * K);
+        const std::vector<float> one = run_kernel(k, xr, 1, tw.view, f.quantize, true);
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + r * M, size_t(M) * 4), 0)
+            << f.name << " on " << isa_name(isa) << ": row " << r << " alone differs from 9 rows, K=" << K;
+      }
+      for (int64_t n = 2; n <= 8; ++n) {  // n-row prefixes
+        const std::vector<float> part = run_kernel(k, x, n, tw.view, f.quantize, true);
+        ASSERT_EQ(std::memcmp(part.data(), all.data(), size_t(n * M) * 4), 0) << f.name << " n=" << n;
+      }
+      for (int64_t split : {1, 3, 8, 13}) {  // outputs split as threads would
+        const std::vector<float> s = run_kernel(k, x, 9, tw.view, f.quantize, true, split);
+        ASSERT_EQ(std::memcmp(s.data(), all.data(), all.size() * 4), 0) << f.name << " split " << split;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, GemmKernelTest, ::testing::ValuesIn(kFormats),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ActivationQuantization, VectorizedEqualsReferenceBitForBit) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n = 7, K = 1024;
+  std::vector<float> x(size_t(n * K));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int e = int(rng() % 60) - 40;  // from subnormal-after-scaling to large
+    x[i] = (i % 97 == 0) ? 0.0f : (i % 89 == 0) ? -0.0f : normal(rng) * std::ldexp(1.0f, e);
+  }
+  for (int64_t b = 0; b < K / 128; ++b) x[size_t(3 * K + b * 128 + 5)] = 1e30f;  // saturating blocks
+  std::vector<float> q1(x.size()), q2(x.size()), s1(size_t(n * K / 128)), s2(s1.size());
+  quantize_activations_reference(x.data(), n, K, q1.data(), s1.data());
+  quantize_activations(x.data(), n, K, K, q2.data(), s2.data());
+  EXPECT_EQ(std::memcmp(q1.data(), q2.data(), q1.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0);
+}
+
+TEST(GemmSelection, OddWidthsFallBackToTheReference) {
+  const TestWeight tw = make_weight(WeightFormat::BF16, 5, 100, 1);
+  for (CpuIsa isa : simd_isas()) EXPECT_EQ(select_gemm(isa, tw.view).isa, CpuIsa::Reference);
+  const TestWeight tw2 = make_weight(WeightFormat::FP8, 5, 256, 1);
+  EXPECT_EQ(select_gemm(CpuIsa::Reference, tw2.view).isa, CpuIsa::Reference);
+}
+
+// The backend's linear: any thread count, any ISA path gives bits independent of the row count.
+TEST(CpuLinear, ThreadCountDoesNotChangeBits) {
+  const TestWeight tw = make_weight(WeightFormat::FP8, 300, 512, 3);
+  const std::vector<float> x = make_input(5, 512, 4);
+  std::vector<float> first;
+  for (int threads : {1, 2, 3, 5}) {
+    CpuBackend be(threads);
+    std::vector<float> xin(x), y(size_t(5 * 300));
+    Tensor tx(xin.data(), DType::F32, {5, 512}), ty(y.data(), DType::F32, {5, 300});
+    be.linear(tx, tw.view, ty, {});
+    if (first.empty()) first = y;
+    ASSERT_EQ(std::memcmp(first.data(), y.data(), y.size() * 4), 0) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::cpu
