@@ -1,0 +1,251 @@
+// AVX-512 product kernels (F/BW/VL/DQ), chosen at run time. The loop nest is gemm_driver.h;
+// here are the tiles: F outputs × R rows sharing each decoded weight vector.
+//
+// FP8: e4m3 → f16 bits (sign-extend to 16 bits, shift left 7, clear bit 14) → vcvtph2ps gives
+//   the value × 2^-8 exactly (f16's exponent bias is 8 more); the 2^8 rides in the activation
+//   multipliers (scale_factor 256). Per 128-block: two 4-deep FMA chains, added, then
+//   tot = fma(partial, s_w·s_x, tot).
+// FP4: 16 bytes → 16 dwords; vpermps looks up the low nibble (even column) and, after a shift,
+//   the high one (odd column) in a 16-entry f32 table: 4 instructions per 32 weights, with the
+//   activations pair-split so that no interleaving is needed.
+// BF16: a dword holds two bf16: shift left 16 = the even element, mask = the odd one.
+// F32: two accumulators per output (even/odd 16-lane chunks).
+#include <immintrin.h>
+
+#include "backend/cpu/gemm.h"
+
+// GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace dsv4::cpu {
+
+namespace {
+
+#include "backend/cpu/gemm_driver.h"
+
+inline __m512 decode_e4m3x16(const uint8_t* p) {
+  __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  h = _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16(int16_t(0xBFFF)));
+  return _mm512_cvtph_ps(h);
+}
+
+struct Fp8 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r == 1 ? 8 : r == 2 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols, KB = K / 128;
+    const uint8_t* wr[F];
+    const uint8_t* sr[F];
+    for (int f = 0; f < F; ++f) {
+      wr[f] = w.data + (m + f) * K;
+      sr[f] = w.scale + ((m + f) / 128) * w.scale_cols;
+    }
+    const float* xr[R];
+    const float* sxr[R];
+    for (int r = 0; r < R; ++r) {
+      xr[r] = in.x + (r0 + r) * in.ldx;
+      sxr[r] = in.sx + (r0 + r) * in.ldsx;
+    }
+    __m512 tot[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < KB; ++b) {
+#pragma GCC unroll 8
+      for (int f = 0; f < F; ++f) {
+        const uint8_t* p = wr[f] + b * 128;
+        prefetch_line(p + F * K);
+        prefetch_line(p + F * K + 64);
+        __m512 wv[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) wv[c] = decode_e4m3x16(p + 16 * c);
+        const float sw = driver_e8m0(sr[f][b]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const float* x = xr[r] + b * 128;
+          __m512 a0 = _mm512_mul_ps(_mm512_loadu_ps(x), wv[0]);
+          __m512 a1 = _mm512_mul_ps(_mm512_loadu_ps(x + 16), wv[1]);
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), wv[2], a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), wv[3], a1);
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 64), wv[4], a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 80), wv[5], a1);
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 96), wv[6], a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 112), wv[7], a1);
+          tot[f][r] = _mm512_fmadd_ps(_mm512_add_ps(a0, a1), _mm512_set1_ps(sw * sxr[r][b]), tot[f][r]);
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
+  }
+};
+
+// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i d = _mm512_cvtepu8_epi32(bytes);
+  __m512i v = _mm512_slli_epi32(d, 23);
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
+  return _mm512_castsi512_ps(v);
+}
+
+struct Fp4 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r <= 2 ? 8 : 4; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols, blocks = K / 32;
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
+                                        -2.0f, -3.0f, -4.0f, -6.0f);
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const uint8_t* wr[F];
+    const uint8_t* sr[F];
+    for (int f = 0; f < F; ++f) {
+      wr[f] = w.data + (m + f) * (K / 2);
+      sr[f] = w.scale + (m + f) * w.scale_cols;
+    }
+    const float* xr[R];
+    const float* sxr[R];
+    for (int r = 0; r < R; ++r) {
+      xr[r] = in.x + (r0 + r) * in.ldx;
+      sxr[r] = in.sx + (r0 + r) * in.ldsx;
+    }
+    __m512 tot[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
+    alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
+    for (int64_t g = 0; g < blocks; g += 16) {
+      const int nb = blocks - g < 16 ? int(blocks - g) : 16;
+      const __mmask16 bmask = __mmask16((1u << nb) - 1);
+      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
+      for (int f = 0; f < F; ++f) {
+        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
+        for (int r = 0; r < R; ++r) {
+          const __m512 sxv = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
+          _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
+        }
+      }
+      for (int j = 0; j < nb; ++j) {
+        const int64_t b = g + j;
+#pragma GCC unroll 8
+        for (int f = 0; f < F; ++f) {
+          if ((b & 3) == 0) prefetch_line(wr[f] + F * (K / 2) + b * 16);
+          const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[f] + b * 16)));
+          const __m512 we = _mm512_permutexvar_ps(d, table);
+          const __m512 wo = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const float* x = xr[r] + b * 32;
+            __m512 blk = _mm512_mul_ps(_mm512_loadu_ps(x), we);
+            blk = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), wo, blk);
+            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_set1_ps(sv[f][r][j]), tot[f][r]);
+          }
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
+  }
+};
+
+struct Bf16 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r == 1 ? 8 : r <= 3 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols;
+    const __m512i odd_mask = _mm512_set1_epi32(int32_t(0xFFFF0000u));
+    const uint16_t* wr[F];
+    for (int f = 0; f < F; ++f) wr[f] = reinterpret_cast<const uint16_t*>(w.data) + (m + f) * K;
+    const float* xr[R];
+    for (int r = 0; r < R; ++r) xr[r] = in.x + (r0 + r) * in.ldx;
+    __m512 te[F][R], to[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) te[f][r] = to[f][r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 32) {
+#pragma GCC unroll 8
+      for (int f = 0; f < F; ++f) {
+        prefetch_line(wr[f] + F * K + k);
+        const __m512i v = _mm512_loadu_si512(wr[f] + k);
+        const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, odd_mask));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          te[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(xr[r] + k), we, te[f][r]);
+          to[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(xr[r] + k + 16), wo, to[f][r]);
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(te[f][r], to[f][r]));
+  }
+};
+
+struct F32 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r == 1 ? 8 : r <= 3 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols;
+    const float* wr[F];
+    for (int f = 0; f < F; ++f) wr[f] = reinterpret_cast<const float*>(w.data) + (m + f) * K;
+    const float* xr[R];
+    for (int r = 0; r < R; ++r) xr[r] = in.x + (r0 + r) * in.ldx;
+    __m512 t0[F][R], t1[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) t0[f][r] = t1[f][r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 32) {
+#pragma GCC unroll 8
+      for (int f = 0; f < F; ++f) {
+        prefetch_line(wr[f] + F * K + k);
+        prefetch_line(wr[f] + F * K + k + 16);
+        const __m512 w0 = _mm512_loadu_ps(wr[f] + k), w1 = _mm512_loadu_ps(wr[f] + k + 16);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          t0[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(xr[r] + k), w0, t0[f][r]);
+          t1[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(xr[r] + k + 16), w1, t1[f][r]);
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(t0[f][r], t1[f][r]));
+  }
+};
+
+}  // namespace
+
+GemmKernel avx512_gemm(const WeightView& w) {
+  GemmKernel k;
+  k.isa = CpuIsa::Avx512;
+  const int64_t K = w.cols;
+  switch (w.format) {
+    case WeightFormat::FP8:
+      if (K % 128 == 0) {
+        k.wants_scales = true;
+        k.scale_factor = 256.0f;
+        k.rows = drive<Fp8>;
+      }
+      break;
+    case WeightFormat::FP4:
+      if (K % 128 == 0 && w.scale_cols == K / 32) {
+        k.layout = Layout::PairSplit32;
+        k.wants_scales = true;
+        k.rows = drive<Fp4>;
+      }
+      break;
+    case WeightFormat::BF16:
+      if (K % 32 == 0) {
+        k.layout = Layout::PairSplit32;
+        k.rows = drive<Bf16>;
+      }
+      break;
+    case WeightFormat::F32:
+      if (K % 32 == 0) k.rows = drive<F32>;
+      break;
+    default: break;
+  }
+  return k;
+}
+
+}  // namespace dsv4::cpu

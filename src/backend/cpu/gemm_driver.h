@@ -1,0 +1,83 @@
+// The loop nest shared by the SIMD product kernels. Included by each ISA's translation unit
+// inside its own anonymous namespace (the file is compiled once per instruction set: it
+// must stay free of std:: templates, whose out-of-line copies the linker could share
+// between the AVX-512 and the AVX2 objects).
+//
+// A kernel provides
+//   static constexpr int kMaxRows;               // rows per tile at most
+//   static constexpr int features(int rows);     // outputs per tile for that many rows (divides 8)
+//   template <int F, int R> static void tile(const PreparedInput&, const WeightView&,
+//                                            int64_t m, int64_t r0, float* out /* [F][R] */);
+// and computes each (output, row) pair with the same operations whatever F and R are.
+//
+// Loops: rows in blocks whose activations stay in the L2 cache; outputs in groups of 8
+// whose weights stay in L1/L2 while the block's rows pass over them in tiles of ≤ kMaxRows.
+// Weights are thus read from memory once per row block (once for any decode or verify step).
+
+inline float driver_round_bf16(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+    u = (u & 0xFFFF0000u) | 0x00400000u;  // quiet NaN, as f32_to_bf16
+  } else {
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+  }
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+// 2^(b-127) for an E8M0 byte (0xFF: NaN; 0: the subnormal 2^-127), as e8m0_to_f32.
+inline float driver_e8m0(uint8_t b) {
+  const uint32_t u = b == 0xFF ? 0x7FC00000u : b == 0 ? 0x00400000u : uint32_t(b) << 23;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+// Software prefetch of the next tile's weights: a tile reads F rows in step, each a short
+// stream (a few KB) that the hardware prefetchers, which stop at 4 KiB pages, pick up late.
+// Each tile therefore touches, line for line as it consumes its rows, the same offsets F rows
+// further on: the next tile's rows (rows are contiguous in all formats).
+inline void prefetch_line(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+template <class Kern, int R>
+void drive_group(const PreparedInput& in, const WeightView& w, int64_t m, int64_t m_end, int64_t r0, float* y,
+                 int64_t ldy, bool round) {
+  constexpr int F = Kern::features(R);
+  float out[F * R];
+  for (; m + F <= m_end; m += F) {
+    Kern::template tile<F, R>(in, w, m, r0, out);
+    for (int r = 0; r < R; ++r)
+      for (int f = 0; f < F; ++f) {
+        const float v = out[f * R + r];
+        y[(r0 + r) * ldy + m + f] = round ? driver_round_bf16(v) : v;
+      }
+  }
+  for (; m < m_end; ++m) {
+    Kern::template tile<1, R>(in, w, m, r0, out);
+    for (int r = 0; r < R; ++r) y[(r0 + r) * ldy + m] = round ? driver_round_bf16(out[r]) : out[r];
+  }
+}
+
+template <class Kern>
+void drive(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy, bool round) {
+  constexpr int64_t kGroup = 8, kMaxRows = Kern::kMaxRows;
+  int64_t row_block = (int64_t(256) << 10) / (in.k * 4) / kMaxRows * kMaxRows;
+  if (row_block < kMaxRows) row_block = kMaxRows;
+  for (int64_t rb = 0; rb < in.n; rb += row_block) {
+    const int64_t rb_end = rb + row_block < in.n ? rb + row_block : in.n;
+    for (int64_t mg = m0; mg < m1; mg += kGroup) {
+      const int64_t mg_end = mg + kGroup < m1 ? mg + kGroup : m1;
+      for (int64_t r0 = rb; r0 < rb_end; r0 += kMaxRows) {
+        const int64_t rows = rb_end - r0 < kMaxRows ? rb_end - r0 : kMaxRows;
+        switch (rows) {
+          case 1: drive_group<Kern, 1>(in, w, mg, mg_end, r0, y, ldy, round); break;
+          case 2: drive_group<Kern, 2>(in, w, mg, mg_end, r0, y, ldy, round); break;
+          case 3: drive_group<Kern, 3>(in, w, mg, mg_end, r0, y, ldy, round); break;
+          default: drive_group<Kern, 4>(in, w, mg, mg_end, r0, y, ldy, round); break;
+        }
+      }
+    }
+  }
+}

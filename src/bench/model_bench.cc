@@ -1,0 +1,294 @@
+#include "bench/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <set>
+
+#include "bench/memory_bandwidth.h"
+#include "bench/weight_bytes.h"
+#include "core/error.h"
+#include "model/pass.h"
+#include "spec/speculative_decoder.h"
+
+namespace dsv4::bench {
+
+double time_ms(const std::function<void()>& fn, int reps, int warmup) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+namespace {
+
+std::set<int64_t> traced_experts(const Tracer& t, const std::string& name) {
+  const Tracer::Entry* e = t.find(name);
+  DSV4_CHECK(e, "bench: the trace lacks ", name);
+  return std::set<int64_t>(e->i64.begin(), e->i64.end());
+}
+
+std::vector<float> traced_f32(const Tracer& t, const std::string& name) {
+  const Tracer::Entry* e = t.find(name);
+  DSV4_CHECK(e, "bench: the trace lacks ", name);
+  return e->f32;
+}
+
+// A traced forward of `tokens` appended to `seq`, undone afterwards: each block's input and
+// selected experts, and the final streams.
+struct Capture {
+  std::vector<std::vector<float>> block_in;
+  std::vector<std::set<int64_t>> experts;
+  std::vector<float> hidden;
+};
+
+Capture capture_target(Transformer& model, SequenceCache& seq, std::span<const int32_t> tokens) {
+  const int64_t length = seq.length();
+  Tracer tracer;
+  Transformer::Request r{&seq, tokens, false};
+  Transformer::Output out;
+  model.forward(std::span(&r, 1), out, &tracer);
+  seq.truncate(length);
+  Capture c;
+  for (const Block& b : model.blocks()) {
+    c.block_in.push_back(traced_f32(tracer, b.scope() + ".decode.in"));
+    c.experts.push_back(traced_experts(tracer, b.scope() + ".decode.gate.indices"));
+  }
+  c.hidden = std::move(out.hidden);
+  return c;
+}
+
+Capture capture_mtp(MtpModule& mtp, SequenceCache& seq, const float* streams, std::span<const int32_t> tokens) {
+  const int64_t length = seq.length();
+  Tracer tracer;
+  MtpModule::Request r{&seq, streams, tokens, false};
+  MtpModule::Output out;
+  mtp.forward(std::span(&r, 1), out, &tracer);
+  seq.truncate(length);
+  Capture c;
+  c.block_in.push_back(traced_f32(tracer, "mtp.decode.in"));
+  c.experts.push_back(traced_experts(tracer, "mtp.decode.gate.indices"));
+  c.hidden = std::move(out.streams);
+  return c;
+}
+
+// Block::forward alone over rows at positions pos0.. of one sequence.
+void run_block(const Block& block, Backend& be, Workspace& ws, SequenceCache& seq, std::span<const int32_t> tokens,
+               int64_t pos0, const std::vector<float>& x, int64_t hc, int64_t D) {
+  ws.reset();
+  Pass p(be, ws);
+  p.phase = "decode";
+  p.sequences.push_back(&seq);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    p.tokens.push_back(tokens[i]);
+    p.positions.push_back(pos0 + int64_t(i));
+    p.sequence_of_row.push_back(0);
+  }
+  Tensor in = p.alloc({int64_t(tokens.size()), hc, D});
+  be.from_host(in, x.data());
+  block.forward(p, in);
+}
+
+// Fills a window-only MTP layer's cache with the rows of positions [end − rows, end): all that
+// such a layer reads at position `end` (older rows fall out of the window and are released).
+void fill_mtp(MtpModule& mtp, SequenceCache& seq, int64_t end, const std::vector<float>& streams,
+              std::span<const int32_t> next_tokens) {
+  const int64_t rows = int64_t(next_tokens.size());
+  seq.set_length(end - rows);
+  MtpModule::Request r{&seq, streams.data(), next_tokens, false};
+  MtpModule::Output out;
+  mtp.forward(std::span(&r, 1), out);
+}
+
+int64_t mtp_fixed_bytes(const MtpModule& mtp) {
+  const MtpWeights& w = mtp.weights();
+  return view_bytes(w.e_proj) + view_bytes(w.h_proj) + view_bytes(w.enorm) + view_bytes(w.hnorm) +
+         view_bytes(w.norm) + view_bytes(w.hc_head.fn) + view_bytes(w.hc_head.base) + view_bytes(w.hc_head.scale);
+}
+
+const char* kind_name(int64_t ratio) { return ratio == 0 ? "window" : ratio == 4 ? "csa" : "hca"; }
+
+}  // namespace
+
+ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  Transformer& model = *engine.target;
+  DSV4_CHECK(engine.mtp, "bench: the checkpoint has no MTP module");
+  MtpModule& mtp = *engine.mtp;
+  const ModelConfig& c = model.config();
+  Backend& be = model.backend();
+  const int64_t hc = c.hc_mult, D = c.hidden_size, width = hc * D, ctx = o.context;
+  const int64_t max_rows = *std::max_element(o.extend_rows.begin(), o.extend_rows.end());
+  DSV4_CHECK(ctx > c.sliding_window && ctx + max_rows + 1 <= c.max_position_embeddings, "bench: context ", ctx,
+             " must exceed the window and fit max_position_embeddings");
+  std::mt19937_64 rng(o.seed);
+  std::vector<int32_t> tokens(size_t(ctx + max_rows + 1));
+  for (auto& t : tokens) t = int32_t(2 + rng() % uint64_t(c.vocab_size - 2));
+  const std::span<const int32_t> all(tokens);
+
+  ModelBenchResult res;
+  res.context = ctx;
+
+  // ---- prefill the context; keep the last window's streams for the MTP caches
+  auto seq = model.new_sequence();
+  const int64_t W = std::min<int64_t>(c.sliding_window, ctx - 1);
+  std::vector<float> tail(size_t((W + 1) * width));  // streams of positions ctx-1-W .. ctx-1
+  const auto t0 = std::chrono::steady_clock::now();
+  Transformer::Output out;
+  for (int64_t at = 0; at < ctx; at += o.prefill_chunk) {
+    const int64_t n = std::min(o.prefill_chunk, ctx - at);
+    Transformer::Request r{seq.get(), all.subspan(size_t(at), size_t(n)), false};
+    model.forward(std::span(&r, 1), out);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t pos = at + i, j = pos - (ctx - 1 - W);
+      if (j >= 0) std::copy_n(out.hidden.data() + i * width, width, tail.data() + j * width);
+    }
+    say("prefill " + std::to_string(at + n) + " / " + std::to_string(ctx));
+  }
+  res.prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<float> last_stream(tail.end() - width, tail.end());  // X_{ctx-1}
+
+  Workspace ws(be);
+  const int reps = o.reps;
+  // ---- target layers: one kind at a time (the first layer of each kind)
+  std::map<int64_t, Capture> captures;  // rows → traced forward of tokens[ctx .. ctx+rows)
+  captures[1] = capture_target(model, *seq, all.subspan(size_t(ctx), 1));
+  for (int64_t n : o.extend_rows) captures[n] = capture_target(model, *seq, all.subspan(size_t(ctx), size_t(n)));
+  std::set<int64_t> seen;
+  const auto& blocks = model.blocks();
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    const int64_t ratio = blocks[l].weights().compress_ratio;
+    if (!seen.insert(ratio).second) continue;
+    LayerKind k;
+    k.name = kind_name(ratio);
+    k.ratio = ratio;
+    k.layer = int64_t(l);
+    const int64_t dense = block_dense_bytes(blocks[l].weights());
+    const int64_t cache = cache_read_bytes(model.cache_geometry()[l], ctx, c.index_topk);
+    for (auto& [n, cap] : captures) {
+      StepFigures f;
+      f.ms = time_ms([&] { run_block(blocks[l], be, ws, *seq, all.subspan(size_t(ctx), size_t(n)), ctx,
+                                     cap.block_in[l], hc, D); }, reps);
+      f.weight_bytes = dense + experts_bytes(blocks[l].weights().ffn, cap.experts[l]);
+      f.cache_bytes = n * cache;
+      if (n == 1) k.decode = f;
+      else k.extend[n] = f;
+      k.experts[n] = int64_t(cap.experts[l].size());
+    }
+    say(std::string("layer ") + std::to_string(l) + " (" + k.name + "): " + std::to_string(k.decode.ms) + " ms");
+    res.kinds.push_back(std::move(k));
+  }
+
+  // ---- the head (hc_head + norm + LM head) for 1.. rows, and the whole decode step
+  const std::vector<float>& streams8 = captures.rbegin()->second.hidden;
+  const int64_t head_fixed = view_bytes(model.weights().hc_head.fn) + view_bytes(model.weights().hc_head.base) +
+                             view_bytes(model.weights().hc_head.scale) + view_bytes(model.weights().norm);
+  for (auto& [n, cap] : captures) {
+    StepFigures f;
+    f.ms = time_ms([&] {
+      ws.reset();
+      Pass p(be, ws);
+      Tensor s = p.alloc({n, hc, D}), logits = p.alloc({n, c.vocab_size});
+      be.from_host(s, streams8.data());
+      model.head(p, s, model.weights().hc_head, model.weights().norm, model.weights().head, logits, "head");
+    }, reps);
+    f.weight_bytes = head_fixed + view_bytes(model.weights().head);
+    res.head[n] = f;
+  }
+  res.embed.weight_bytes = D * 2;
+  res.decode_step.ms = time_ms([&] {
+    Transformer::Request r{seq.get(), all.subspan(size_t(ctx), 1), false};
+    model.forward(std::span(&r, 1), out);
+    seq->truncate(ctx);
+  }, reps);
+  res.decode_step.weight_bytes = res.embed.weight_bytes + res.head[1].weight_bytes;
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    res.decode_step.weight_bytes +=
+        block_dense_bytes(blocks[l].weights()) + experts_bytes(blocks[l].weights().ffn, captures[1].experts[l]);
+    res.decode_step.cache_bytes += cache_read_bytes(model.cache_geometry()[l], ctx, c.index_topk);
+  }
+  say("decode step: " + std::to_string(res.decode_step.ms) + " ms");
+
+  // ---- MTP: the draft step (full head and a limited vocabulary) and its block alone
+  std::vector<int32_t> mtp_fill_tokens(all.begin() + (ctx - W), all.begin() + ctx);  // tokens after each stream
+  const std::vector<float> fill_streams(tail.begin(), tail.end() - width);
+  auto mtp_seq = mtp.new_sequence();
+  fill_mtp(mtp, *mtp_seq, ctx - 1, fill_streams, mtp_fill_tokens);
+  const int64_t mtp_cache = cache_read_bytes(cache_geometry_for(c, 0), ctx - 1, c.index_topk);
+  const int64_t mtp_dense = mtp_fixed_bytes(mtp) + block_dense_bytes(mtp.weights().block) + D * 2;
+  auto draft_step = [&](MtpModule& m, SequenceCache& s) {
+    StepFigures f;
+    MtpModule::Output mo;
+    f.ms = time_ms([&] {
+      MtpModule::Request r{&s, last_stream.data(), all.subspan(size_t(ctx), 1), false};
+      m.forward(std::span(&r, 1), mo);
+      s.truncate(ctx - 1);
+    }, reps);
+    const Capture cap = capture_mtp(m, s, last_stream.data(), all.subspan(size_t(ctx), 1));
+    f.weight_bytes = mtp_dense + experts_bytes(m.weights().block.ffn, cap.experts[0]) + m.vocab() * D * 2;
+    f.cache_bytes = mtp_cache;
+    return f;
+  };
+  res.draft = draft_step(mtp, *mtp_seq);
+  say("draft step: " + std::to_string(res.draft.ms) + " ms");
+  if (o.mtp_vocab > 0 && o.mtp_vocab < c.vocab_size) {
+    MtpModule limited(model, engine.files->weights.mtp[0], MtpOptions{o.mtp_vocab, 16});
+    auto lim_seq = limited.new_sequence();
+    fill_mtp(limited, *lim_seq, ctx - 1, fill_streams, mtp_fill_tokens);
+    res.draft_vocab = draft_step(limited, *lim_seq);
+    res.mtp_vocab = o.mtp_vocab;
+    say("draft step (" + std::to_string(o.mtp_vocab) + " rows): " + std::to_string(res.draft_vocab.ms) + " ms");
+  }
+  LayerKind mk;
+  mk.name = "mtp_block";
+  mk.ratio = 0;
+  for (auto& [n, cap] : captures) {
+    // Rows: (X_{ctx-1}, x_ctx), then the target's extend streams paired with the next tokens.
+    std::vector<float> streams(last_stream);
+    streams.insert(streams.end(), cap.hidden.begin(), cap.hidden.begin() + (n - 1) * width);
+    const auto toks = all.subspan(size_t(ctx), size_t(n));
+    const Capture mc = capture_mtp(mtp, *mtp_seq, streams.data(), toks);
+    StepFigures f;
+    f.ms = time_ms([&] { run_block(mtp.block(), be, ws, *mtp_seq, toks, ctx - 1, mc.block_in[0], hc, D); }, reps);
+    f.weight_bytes = block_dense_bytes(mtp.weights().block) + experts_bytes(mtp.weights().block.ffn, mc.experts[0]);
+    f.cache_bytes = n * mtp_cache;
+    if (n == 1) mk.decode = f;
+    else mk.extend[n] = f;
+    mk.experts[n] = int64_t(mc.experts[0].size());
+  }
+  res.kinds.push_back(std::move(mk));
+  return res;
+}
+
+std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<int>& ks, int64_t prompt_tokens,
+                                     int64_t new_tokens, uint64_t seed) {
+  const ModelConfig& c = engine.config();
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<int32_t>> prompts(1);
+  for (int64_t i = 0; i < prompt_tokens; ++i) prompts[0].push_back(int32_t(2 + rng() % uint64_t(c.vocab_size - 2)));
+  auto run = [&](int k, int64_t n) {
+    SpeculativeDecoder decoder(*engine.target, k > 0 ? engine.proposer.get() : nullptr);
+    GenerateOptions o;
+    o.max_new_tokens = n;
+    o.draft_tokens = k;
+    decoder.generate(prompts, o);
+    return decoder.metrics();
+  };
+  const int kmax = *std::max_element(ks.begin(), ks.end());
+  run(kmax, 4);  // warm-up: touches the MTP's and the target's weights once
+  std::vector<EndToEnd> rows;
+  for (int k : ks) {
+    DSV4_CHECK(k == 0 || engine.proposer, "bench: end-to-end k = ", k, " needs the MTP module");
+    const DecodeMetrics m = run(k, new_tokens);
+    rows.push_back({k, m.decode_tokens_per_s(), m.acceptance_rate(), m.mean_accepted_length()});
+  }
+  return rows;
+}
+
+}  // namespace dsv4::bench

@@ -1,0 +1,37 @@
+// The speculative speedup the measured costs imply for a full-depth model.
+//
+// With per-position acceptance α (each draft accepted with probability α given the previous
+// ones were), a step with k drafts yields E = (1 − α^(k+1)) / (1 − α) tokens and costs
+// T_verify(k+1) + k·T_draft; plain decoding costs T_decode per token, so
+//   speedup = E · T_decode / (T_verify(k+1) + k·T_draft).
+// T_decode and T_verify(n) are composed from the measured per-kind layer costs for n rows in
+// the full model's layer pattern, plus the measured head (hc_head, norm, LM head) for n rows.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/model_bench.h"
+
+namespace dsv4::bench {
+
+struct SpeedupPoint {
+  double alpha = 0;
+  int k = 0;
+  double tokens_per_step = 0, step_ms = 0, speedup = 0;
+};
+
+struct SpeedupModel {
+  std::map<int64_t, int64_t> layers_of_kind;  // ratio → layers in the pattern
+  std::vector<std::string> notes;             // kinds the checkpoint lacked (costed as another kind)
+  double decode_ms = 0;                       // T_decode: one token through all layers and the head
+  std::map<int64_t, double> verify_ms;        // rows → T_verify(rows)
+  double draft_ms = 0;
+  std::vector<SpeedupPoint> points;
+};
+
+SpeedupModel model_speedup(const ModelBenchResult& r, const std::vector<int64_t>& pattern, double draft_ms,
+                           const std::vector<double>& alphas, const std::vector<int>& ks);
+
+}  // namespace dsv4::bench

@@ -1,0 +1,31 @@
+// What the CPU we run on can do, detected once (cpuid, and the OS's saving of the vector
+// state), and which instruction set the CPU kernels use.
+//
+// AVX2 + FMA + F16C is the baseline every supported machine has; AVX-512 (F, BW, VL, DQ)
+// kernels run where present. DSV4_CPU_ISA=reference|avx2|avx512 in the environment caps
+// the choice (for comparisons and for testing the AVX2 path on an AVX-512 machine).
+#pragma once
+#include <cstdint>
+
+namespace dsv4 {
+
+enum class CpuIsa : uint8_t {
+  Reference,  // the scalar reference kernels
+  Avx2,       // AVX2 + FMA + F16C
+  Avx512,     // AVX-512 F/BW/VL/DQ
+};
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, bmi2 = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false, avx512_vnni = false;
+
+  bool has(CpuIsa isa) const;
+};
+
+const CpuFeatures& cpu_features();
+// The best instruction set this machine supports, capped by DSV4_CPU_ISA when set.
+CpuIsa default_isa();
+const char* isa_name(CpuIsa isa);
+
+}  // namespace dsv4
