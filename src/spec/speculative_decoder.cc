@@ -46,18 +46,17 @@ void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, s
 
 int32_t SpeculativeDecoder::choose(const float* logits, Sequence& s, std::span<const int32_t> extra,
                                    const GenerateOptions& o) {
-  std::vector<float> p;
   if (o.sampling.greedy() && !o.mask)
     return argmax_token(std::span<const float>(logits, size_t(target_.config().vocab_size)));
-  target_distribution(logits, s, extra, o, p);
-  return o.sampling.greedy() ? int32_t(std::max_element(p.begin(), p.end()) - p.begin()) : sample_from(p, s.rng);
+  target_distribution(logits, s, extra, o, probs_);
+  return o.sampling.greedy() ? int32_t(std::max_element(probs_.begin(), probs_.end()) - probs_.begin())
+                             : sample_from(probs_, s.rng);
 }
 
 int SpeculativeDecoder::verify(Sequence& s, const Draft& draft, const Transformer::Output& out, size_t request,
                                const GenerateOptions& o, int32_t& next) {
   const int k = int(draft.tokens.size());
   std::span<const int32_t> d(draft.tokens);
-  std::vector<float> p, residual;
   for (int i = 0; i < k; ++i) {
     const float* logits = out.logits_row(request, i);
     const int32_t t = d[size_t(i)];
@@ -66,8 +65,8 @@ int SpeculativeDecoder::verify(Sequence& s, const Draft& draft, const Transforme
       if (t != c) { next = c; return i; }
       continue;
     }
-    target_distribution(logits, s, d.first(size_t(i)), o, p);
-    if (accept_or_resample(p, draft.probs[size_t(i)], t, s.rng, next, residual)) continue;
+    target_distribution(logits, s, d.first(size_t(i)), o, probs_);
+    if (accept_or_resample(probs_, draft.probs[size_t(i)], t, s.rng, next, residual_)) continue;
     return i;
   }
   next = choose(out.logits_row(request, k), s, d, o);  // all accepted: the bonus token

@@ -62,6 +62,7 @@ class SpeculativeDecoder {
   DecodeMetrics metrics_;
   std::vector<uint8_t> allowed_;
   std::vector<int32_t> context_;
+  std::vector<float> probs_, residual_;  // reused: no allocation per token
 };
 
 }  // namespace dsv4
