@@ -56,10 +56,18 @@ class SpeculativeDecoder {
   // Verifies one sequence's drafts against its logits rows; returns accepted count and the next token.
   int verify(Sequence& s, const Draft& draft, const Transformer::Output& out, size_t request,
              const GenerateOptions& o, int32_t& next);
+  void emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode);
+  void prefill(std::vector<Sequence>& seqs, std::span<const std::vector<int32_t>> prompts);
+  std::vector<size_t> draft(std::vector<Sequence>& seqs, std::span<const size_t> active, std::vector<Draft>& drafts);
+  void verify_step(std::vector<Sequence>& seqs, std::span<const size_t> active, const std::vector<Draft>& drafts,
+                   std::span<const size_t> drafting);
 
   Transformer& target_;
   DraftProposer* proposer_;
   DecodeMetrics metrics_;
+  const GenerateOptions* options_ = nullptr;     // of the running generate()
+  const TokenCallback* on_tokens_ = nullptr;
+  Transformer::Output out_;
   std::vector<uint8_t> allowed_;
   std::vector<int32_t> context_;
   std::vector<float> probs_, residual_;  // reused: no allocation per token
