@@ -1,7 +1,8 @@
-// A steady stream of single-token decode steps (target forward + rollback) or MTP draft steps
-// on a checkpoint, for profilers: prefill a short context, then loop.
+// A steady stream of single-token decode steps (target forward + rollback), MTP draft steps, or
+// one layer's forward, on a checkpoint, for profilers: prefill a context, then loop. With
+// DSV4_PROFILE_OPS=1 the backend prints its per-op times of the loop at exit.
 //
-//   decode_profile MODEL [--context N] [--steps N] [--threads N] [--draft]
+//   decode_profile MODEL [--context N] [--steps N] [--threads N] [--draft | --layer L [--rows N]]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "bench/memory_bandwidth.h"
+#include "bench/model_bench.h"
+#include "backend/cpu/cpu_backend.h"
 #include "spec/engine.h"
 
 using namespace dsv4;
@@ -22,29 +25,43 @@ int main(int argc, char** argv) {
   int64_t context = 200, steps = 50;
   int threads = 0;
   bool draft = false;
+  int64_t layer = -1, rows = 1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--draft") draft = true;
     else if (i + 1 < argc && a == "--context") context = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--steps") steps = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--threads") threads = std::atoi(argv[++i]);
+    else if (i + 1 < argc && a == "--layer") layer = std::atoll(argv[++i]);
+    else if (i + 1 < argc && a == "--rows") rows = std::atoll(argv[++i]);
   }
   auto engine = Engine::open(argv[1], {threads, true, 0, 16});
   Transformer& model = *engine->target;
   std::mt19937_64 rng(1);
-  std::vector<int32_t> tokens(size_t(context + 1));
+  std::vector<int32_t> tokens(size_t(context + rows));
   for (auto& t : tokens) t = int32_t(2 + rng() % uint64_t(model.config().vocab_size - 2));
   auto seq = model.new_sequence();
   Transformer::Output out;
-  Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data(), size_t(context)), false};
-  model.forward(std::span(&r, 1), out);
+  for (int64_t at = 0; at < context; at += 256) {
+    Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + at, size_t(std::min<int64_t>(256, context - at))), false};
+    model.forward(std::span(&r, 1), out);
+  }
+  const std::span<const int32_t> next(tokens.data() + context, size_t(rows));
+  std::vector<std::vector<float>> inputs;
+  Workspace ws(*engine->backend);
+  if (layer >= 0) inputs = bench::capture_block_inputs(model, *seq, next);
   const int64_t width = out.hidden_width;
   std::vector<float> last(out.hidden.end() - width, out.hidden.end());
   auto mtp_seq = engine->mtp ? engine->mtp->new_sequence() : nullptr;
+  if (auto* cpu = dynamic_cast<CpuBackend*>(engine->backend.get()); cpu && cpu->op_profile())
+    cpu->op_profile()->clear();  // count the timed steps only
   std::vector<double> ms;
   for (int64_t s = 0; s < steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (draft) {
+    if (layer >= 0) {
+      bench::run_block(model.blocks()[size_t(layer)], *engine->backend, ws, *seq, next, context, inputs[size_t(layer)],
+                       model.config().hc_mult, model.config().hidden_size);
+    } else if (draft) {
       MtpModule::Output mo;
       MtpModule::Request q{mtp_seq.get(), last.data(), std::span<const int32_t>(tokens.data() + context, 1), false};
       engine->mtp->forward(std::span(&q, 1), mo);
@@ -56,7 +73,7 @@ int main(int argc, char** argv) {
     }
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::printf("%s step: median %.2f ms over %lld steps\n", draft ? "draft" : "decode", bench::median(ms),
+  std::printf("%s step: median %.2f ms over %lld steps\n", layer >= 0 ? "layer" : draft ? "draft" : "decode", bench::median(ms),
               (long long)steps);
   return 0;
 }

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--only") only = v;
     else if (a == "--hot") hot = v == "1";
-    else if (a == "--isa") isa = v == "avx512" ? CpuIsa::Avx512 : v == "avx2" ? CpuIsa::Avx2 : CpuIsa::Reference;
+    else if (a == "--isa")
+      isa = v == "avx512bf16" ? CpuIsa::Avx512Bf16 : v == "avx512" ? CpuIsa::Avx512 : v == "avx2" ? CpuIsa::Avx2 : CpuIsa::Reference;
   }
   CpuBackend be(threads, isa);
   const bench::BandwidthResult bw = bench::measure_read_bandwidth(be.pool());

@@ -2,6 +2,7 @@
 // layer kind at a real context, verification (extend) costs, the speculative speedup they
 // imply for the full 43-layer model, and end-to-end speculative generation. Library code in
 // src/bench/; this file parses options and prints the table or one JSON object.
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -29,18 +30,27 @@ struct BenchArgs {
   double bandwidth_gib = 1.0;
 };
 
+// The fraction of the bandwidth sampled just before each repetition (median over repetitions; the
+// machine's bandwidth drifts with its neighbours' load), or of the run's median without samples.
+double fraction(const bench::StepFigures& f, double bw) {
+  const double adjacent = f.fraction_of_bandwidth();
+  return adjacent > 0 ? adjacent : bw > 0 ? f.gbs() / bw : 0.0;
+}
+
 nlohmann::json step_json(const bench::StepFigures& f, double bw) {
   return {{"ms", f.ms},
           {"bytes", f.bytes()},
           {"weight_bytes", f.weight_bytes},
           {"cache_bytes", f.cache_bytes},
           {"gbs", f.gbs()},
-          {"fraction_of_bandwidth", bw > 0 ? f.gbs() / bw : 0.0}};
+          {"bandwidth_gbs", f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw},
+          {"fraction_of_bandwidth", fraction(f, bw)}};
 }
 
 void print_step(const char* name, const bench::StepFigures& f, double bw, const std::string& extra = "") {
-  std::printf("  %-34s %9.2f %10.1f %8.2f %8.2f %6.0f%%  %s\n", name, f.ms, double(f.weight_bytes) / 1e6,
-              double(f.cache_bytes) / 1e6, f.gbs(), 100.0 * f.gbs() / bw, extra.c_str());
+  std::printf("  %-34s %9.2f %10.1f %8.2f %8.2f %8.2f %6.0f%%  %s\n", name, f.ms, double(f.weight_bytes) / 1e6,
+              double(f.cache_bytes) / 1e6, f.gbs(), f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw, 100.0 * fraction(f, bw),
+              extra.c_str());
 }
 
 int run_bench(const BenchArgs& a) {
@@ -62,14 +72,17 @@ int run_bench(const BenchArgs& a) {
     isa = isa_name(cpu->isa());
     const bench::BandwidthResult b =
         bench::measure_read_bandwidth(cpu->pool(), size_t(a.bandwidth_gib * double(size_t(1) << 30)));
-    bw = b.gbs;
-    progress("memory read bandwidth " + std::to_string(bw) + " GB/s");
+    progress("memory read bandwidth " + std::to_string(b.gbs) + " GB/s");
     bench::ModelBenchOptions o;
+    bench::BandwidthProbe probe(cpu->pool(), size_t(256) << 20);
+    o.bandwidth = [&] { return probe.sample(); };
     o.context = a.context;
     o.reps = a.reps;
     o.mtp_vocab = a.mtp_vocab;
     o.progress = progress;
     r = bench::run_model_bench(*engine, o);
+    r.bandwidth_samples.insert(r.bandwidth_samples.begin(), b.all_gbs.begin(), b.all_gbs.end());
+    bw = bench::median(r.bandwidth_samples);
   }
   // The full model's layer pattern (V4-Flash: 43 layers).
   const ModelConfig full = v4_flash_config();
@@ -91,7 +104,8 @@ int run_bench(const BenchArgs& a) {
   j["kernels"] = isa;
   j["context"] = r.context;
   j["prefill_tokens_per_s"] = double(r.context) / r.prefill_seconds;
-  j["mem_bandwidth_gbs"] = bw;
+  j["mem_bandwidth_gbs"] = bw;  // median of all samples; each step also carries its adjacent sample
+  j["mem_bandwidth_samples_gbs"] = r.bandwidth_samples;
   j["draft_step"] = step_json(r.draft, bw);
   if (r.mtp_vocab > 0) {
     j["draft_step_vocab32k"] = step_json(r.draft_vocab, bw);
@@ -103,7 +117,7 @@ int run_bench(const BenchArgs& a) {
     s["experts"] = k.experts.at(1);
     j["decode_step"][k.name] = s;
     for (auto& [n, f] : k.extend) {
-      j["verify_ratio"][k.name][std::to_string(n)] = f.ms / k.decode.ms;
+      j["verify_ratio"][k.name][std::to_string(n)] = f.time_ratio(k.decode);
       j["verify_ms"][k.name][std::to_string(n)] = f.ms;
       j["verify_experts"][k.name][std::to_string(n)] = k.experts.at(n);
     }
@@ -111,7 +125,7 @@ int run_bench(const BenchArgs& a) {
   j["decode_step"]["head"] = step_json(r.head.at(1), bw);
   j["decode_step"]["checkpoint"] = step_json(r.decode_step, bw);
   for (auto& [n, f] : r.head)
-    if (n > 1) j["verify_ratio"]["head"][std::to_string(n)] = f.ms / r.head.at(1).ms;
+    if (n > 1) j["verify_ratio"]["head"][std::to_string(n)] = f.time_ratio(r.head.at(1));
   auto speedup_json = [&](const bench::SpeedupModel& m) {
     nlohmann::json s;
     s["formula"] =
@@ -141,8 +155,11 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("dsv4 bench: %s\n  threads %d, kernels %s, context %lld (prefill %.1f tokens/s)\n", a.model.c_str(),
               threads, isa.c_str(), (long long)r.context, double(r.context) / r.prefill_seconds);
-  std::printf("  memory read bandwidth (all threads): %.2f GB/s\n\n", bw);
-  std::printf("  %-34s %9s %10s %8s %8s %7s\n", "step", "ms", "weight MB", "cache MB", "GB/s", "of bw");
+  double lo = bw, hi = bw;
+  for (double x : r.bandwidth_samples) lo = std::min(lo, x), hi = std::max(hi, x);
+  std::printf("  memory read bandwidth (all threads): median %.2f GB/s of %zu samples (%.1f .. %.1f)\n\n", bw,
+              r.bandwidth_samples.size(), lo, hi);
+  std::printf("  %-34s %9s %10s %8s %8s %8s %7s\n", "step", "ms", "weight MB", "cache MB", "GB/s", "bw GB/s", "of bw");
   print_step("mtp draft step (full head)", r.draft, bw);
   if (r.mtp_vocab > 0)
     print_step(("mtp draft step (" + std::to_string(r.mtp_vocab) + " rows)").c_str(), r.draft_vocab, bw);
@@ -157,12 +174,12 @@ int run_bench(const BenchArgs& a) {
   std::printf("\n");
   for (const bench::LayerKind& k : r.kinds) {
     std::printf("  %-12s", k.name.c_str());
-    for (auto& [n, f] : k.extend) std::printf("  %5.2f (%3lld)", f.ms / k.decode.ms, (long long)k.experts.at(n));
+    for (auto& [n, f] : k.extend) std::printf("  %5.2f (%3lld)", f.time_ratio(k.decode), (long long)k.experts.at(n));
     std::printf("\n");
   }
   std::printf("  %-12s", "head");
   for (auto& [n, f] : r.head)
-    if (n > 1) std::printf("  %5.2f      ", f.ms / r.head.at(1).ms);
+    if (n > 1) std::printf("  %5.2f      ", f.time_ratio(r.head.at(1)));
   std::printf("\n");
 
   auto print_model = [&](const bench::SpeedupModel& m, const char* title) {

@@ -24,6 +24,21 @@ double time_ms(const std::function<void()>& fn, int reps, int warmup) {
   return median(ms);
 }
 
+double StepFigures::fraction_of_bandwidth() const {
+  std::vector<double> f;
+  for (size_t i = 0; i < rep_ms.size() && i < rep_bandwidth_gbs.size(); ++i)
+    if (rep_ms[i] > 0 && rep_bandwidth_gbs[i] > 0)
+      f.push_back(double(bytes()) / (rep_ms[i] * 1e-3) / 1e9 / rep_bandwidth_gbs[i]);
+  return median(f);
+}
+
+double StepFigures::time_ratio(const StepFigures& base) const {
+  std::vector<double> r;
+  for (size_t i = 0; i < rep_ms.size() && i < base.rep_ms.size(); ++i)
+    if (base.rep_ms[i] > 0) r.push_back(rep_ms[i] / base.rep_ms[i]);
+  return r.empty() ? (base.ms > 0 ? ms / base.ms : 0.0) : median(r);
+}
+
 namespace {
 
 std::set<int64_t> traced_experts(const Tracer& t, const std::string& name) {
@@ -76,7 +91,13 @@ Capture capture_mtp(MtpModule& mtp, SequenceCache& seq, const float* streams, st
   return c;
 }
 
-// Block::forward alone over rows at positions pos0.. of one sequence.
+}  // namespace
+
+std::vector<std::vector<float>> capture_block_inputs(Transformer& model, SequenceCache& seq,
+                                                     std::span<const int32_t> tokens) {
+  return capture_target(model, seq, tokens).block_in;
+}
+
 void run_block(const Block& block, Backend& be, Workspace& ws, SequenceCache& seq, std::span<const int32_t> tokens,
                int64_t pos0, const std::vector<float>& x, int64_t hc, int64_t D) {
   ws.reset();
@@ -92,6 +113,8 @@ void run_block(const Block& block, Backend& be, Workspace& ws, SequenceCache& se
   be.from_host(in, x.data());
   block.forward(p, in);
 }
+
+namespace {
 
 // Fills a window-only MTP layer's cache with the rows of positions [end − rows, end): all that
 // such a layer reads at position `end` (older rows fall out of the window and are released).
@@ -134,6 +157,27 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
 
   ModelBenchResult res;
   res.context = ctx;
+  // Times several steps interleaved (so that a drift of the machine touches all alike): a warm-up
+  // run of each, then per repetition, for each step, a bandwidth sample and the timed run.
+  using Timed = std::pair<StepFigures*, std::function<void()>>;
+  auto time_steps = [&](const std::vector<Timed>& steps) {
+    for (auto& [f, fn] : steps) fn();
+    for (int i = 0; i < o.reps; ++i)
+      for (auto& [f, fn] : steps) {
+        if (o.bandwidth) {
+          f->rep_bandwidth_gbs.push_back(o.bandwidth());
+          res.bandwidth_samples.push_back(f->rep_bandwidth_gbs.back());
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        f->rep_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    for (auto& [f, fn] : steps) {
+      f->ms = median(f->rep_ms);
+      f->bandwidth_gbs = median(f->rep_bandwidth_gbs);
+    }
+  };
+  auto time_step = [&](StepFigures& f, const std::function<void()>& fn) { time_steps({{&f, fn}}); };
 
   // ---- prefill the context; keep the last window's streams for the MTP caches
   auto seq = model.new_sequence();
@@ -155,7 +199,6 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   const std::vector<float> last_stream(tail.end() - width, tail.end());  // X_{ctx-1}
 
   Workspace ws(be);
-  const int reps = o.reps;
   // ---- target layers: one kind at a time (the first layer of each kind)
   std::map<int64_t, Capture> captures;  // rows → traced forward of tokens[ctx .. ctx+rows)
   captures[1] = capture_target(model, *seq, all.subspan(size_t(ctx), 1));
@@ -171,16 +214,18 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     k.layer = int64_t(l);
     const int64_t dense = block_dense_bytes(blocks[l].weights());
     const int64_t cache = cache_read_bytes(model.cache_geometry()[l], ctx, c.index_topk);
+    std::vector<Timed> steps;
     for (auto& [n, cap] : captures) {
-      StepFigures f;
-      f.ms = time_ms([&] { run_block(blocks[l], be, ws, *seq, all.subspan(size_t(ctx), size_t(n)), ctx,
-                                     cap.block_in[l], hc, D); }, reps);
+      StepFigures& f = n == 1 ? k.decode : k.extend[n];
       f.weight_bytes = dense + experts_bytes(blocks[l].weights().ffn, cap.experts[l]);
       f.cache_bytes = n * cache;
-      if (n == 1) k.decode = f;
-      else k.extend[n] = f;
       k.experts[n] = int64_t(cap.experts[l].size());
+      steps.push_back({&f, [&, n = n, &cap = cap] {
+                         run_block(blocks[l], be, ws, *seq, all.subspan(size_t(ctx), size_t(n)), ctx, cap.block_in[l],
+                                   hc, D);
+                       }});
     }
+    time_steps(steps);
     say(std::string("layer ") + std::to_string(l) + " (" + k.name + "): " + std::to_string(k.decode.ms) + " ms");
     res.kinds.push_back(std::move(k));
   }
@@ -189,24 +234,28 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   const std::vector<float>& streams8 = captures.rbegin()->second.hidden;
   const int64_t head_fixed = view_bytes(model.weights().hc_head.fn) + view_bytes(model.weights().hc_head.base) +
                              view_bytes(model.weights().hc_head.scale) + view_bytes(model.weights().norm);
-  for (auto& [n, cap] : captures) {
-    StepFigures f;
-    f.ms = time_ms([&] {
-      ws.reset();
-      Pass p(be, ws);
-      Tensor s = p.alloc({n, hc, D}), logits = p.alloc({n, c.vocab_size});
-      be.from_host(s, streams8.data());
-      model.head(p, s, model.weights().hc_head, model.weights().norm, model.weights().head, logits, "head");
-    }, reps);
-    f.weight_bytes = head_fixed + view_bytes(model.weights().head);
-    res.head[n] = f;
+  {
+    std::vector<Timed> steps;
+    for (auto& [n, cap] : captures) {
+      StepFigures& f = res.head[n];
+      f.weight_bytes = head_fixed + view_bytes(model.weights().head);
+      steps.push_back({&f, [&, n = n] {
+                         ws.reset();
+                         Pass p(be, ws);
+                         Tensor s = p.alloc({n, hc, D}), logits = p.alloc({n, c.vocab_size});
+                         be.from_host(s, streams8.data());
+                         model.head(p, s, model.weights().hc_head, model.weights().norm, model.weights().head, logits,
+                                    "head");
+                       }});
+    }
+    time_steps(steps);
   }
   res.embed.weight_bytes = D * 2;
-  res.decode_step.ms = time_ms([&] {
+  time_step(res.decode_step, [&] {
     Transformer::Request r{seq.get(), all.subspan(size_t(ctx), 1), false};
     model.forward(std::span(&r, 1), out);
     seq->truncate(ctx);
-  }, reps);
+  });
   res.decode_step.weight_bytes = res.embed.weight_bytes + res.head[1].weight_bytes;
   for (size_t l = 0; l < blocks.size(); ++l) {
     res.decode_step.weight_bytes +=
@@ -225,11 +274,11 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   auto draft_step = [&](MtpModule& m, SequenceCache& s) {
     StepFigures f;
     MtpModule::Output mo;
-    f.ms = time_ms([&] {
+    time_step(f, [&] {
       MtpModule::Request r{&s, last_stream.data(), all.subspan(size_t(ctx), 1), false};
       m.forward(std::span(&r, 1), mo);
       s.truncate(ctx - 1);
-    }, reps);
+    });
     const Capture cap = capture_mtp(m, s, last_stream.data(), all.subspan(size_t(ctx), 1));
     f.weight_bytes = mtp_dense + experts_bytes(m.weights().block.ffn, cap.experts[0]) + m.vocab() * D * 2;
     f.cache_bytes = mtp_cache;
@@ -248,20 +297,26 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   LayerKind mk;
   mk.name = "mtp_block";
   mk.ratio = 0;
+  std::vector<Timed> mtp_steps;
+  std::map<int64_t, Capture> mtp_captures;
+  std::map<int64_t, std::vector<int32_t>> mtp_tokens;
   for (auto& [n, cap] : captures) {
     // Rows: (X_{ctx-1}, x_ctx), then the target's extend streams paired with the next tokens.
     std::vector<float> streams(last_stream);
     streams.insert(streams.end(), cap.hidden.begin(), cap.hidden.begin() + (n - 1) * width);
     const auto toks = all.subspan(size_t(ctx), size_t(n));
-    const Capture mc = capture_mtp(mtp, *mtp_seq, streams.data(), toks);
-    StepFigures f;
-    f.ms = time_ms([&] { run_block(mtp.block(), be, ws, *mtp_seq, toks, ctx - 1, mc.block_in[0], hc, D); }, reps);
+    mtp_tokens[n].assign(toks.begin(), toks.end());
+    const Capture& mc = mtp_captures[n] = capture_mtp(mtp, *mtp_seq, streams.data(), toks);
+    StepFigures& f = n == 1 ? mk.decode : mk.extend[n];
     f.weight_bytes = block_dense_bytes(mtp.weights().block) + experts_bytes(mtp.weights().block.ffn, mc.experts[0]);
     f.cache_bytes = n * mtp_cache;
-    if (n == 1) mk.decode = f;
-    else mk.extend[n] = f;
     mk.experts[n] = int64_t(mc.experts[0].size());
+    mtp_steps.push_back({&f, [&, n = n] {
+                           run_block(mtp.block(), be, ws, *mtp_seq, mtp_tokens[n], ctx - 1, mtp_captures[n].block_in[0],
+                                     hc, D);
+                         }});
   }
+  time_steps(mtp_steps);
   res.kinds.push_back(std::move(mk));
   return res;
 }

@@ -20,8 +20,16 @@ struct StepFigures {
   double ms = 0;               // median
   int64_t weight_bytes = 0;    // weights read (selected experts only)
   int64_t cache_bytes = 0;     // cache rows read
+  double bandwidth_gbs = 0;    // median of the bandwidth samples taken before each repetition
+  std::vector<double> rep_ms, rep_bandwidth_gbs;  // each repetition and the sample just before it
   int64_t bytes() const { return weight_bytes + cache_bytes; }
   double gbs() const { return ms > 0 ? double(bytes()) / (ms * 1e-3) / 1e9 : 0; }
+  // Median over repetitions of (this repetition's GB/s) / (the bandwidth sampled just before it):
+  // the machine's bandwidth drifts (neighbours on the host), so each run is held to its own.
+  double fraction_of_bandwidth() const;
+  // Median over repetitions of this step's time / base's time in the same repetition (steps timed
+  // interleaved); the ratio of medians without per-repetition times.
+  double time_ratio(const StepFigures& base) const;
 };
 
 struct LayerKind {
@@ -41,6 +49,7 @@ struct ModelBenchOptions {
   std::vector<int64_t> extend_rows = {2, 3, 4, 5, 8};
   uint64_t seed = 1;
   std::function<void(const std::string&)> progress;  // may be empty
+  std::function<double()> bandwidth;                  // one bandwidth sample (GB/s) before each repetition; may be empty
 };
 
 struct ModelBenchResult {
@@ -52,6 +61,7 @@ struct ModelBenchResult {
   StepFigures decode_step;                 // this checkpoint's whole decode step (its layers + head)
   std::map<int64_t, StepFigures> head;     // rows → hc_head + norm + LM head
   StepFigures embed;                       // (not timed: bytes of one row)
+  std::vector<double> bandwidth_samples;   // every sample taken during the run
 };
 
 ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& options);
@@ -65,6 +75,14 @@ struct EndToEnd {
 };
 std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<int>& ks, int64_t prompt_tokens,
                                      int64_t new_tokens, uint64_t seed);
+
+// Block::forward alone over rows at positions pos0.. of one sequence (x: the block input
+// [rows, hc, D] on the host); the cache rows it writes are those a real pass would write.
+void run_block(const Block& block, Backend& be, Workspace& ws, SequenceCache& seq, std::span<const int32_t> tokens,
+               int64_t pos0, const std::vector<float>& x, int64_t hc, int64_t D);
+// The input of every block for a forward of `tokens` appended to seq (undone afterwards).
+std::vector<std::vector<float>> capture_block_inputs(Transformer& model, SequenceCache& seq,
+                                                     std::span<const int32_t> tokens);
 
 // Median wall time (ms) of fn() over `reps` runs after `warmup` runs.
 double time_ms(const std::function<void()>& fn, int reps, int warmup = 1);

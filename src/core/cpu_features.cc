@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace dsv4 {
 
@@ -20,6 +21,7 @@ CpuFeatures detect() {
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
   f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
   // F16C is not among the names every GCC knows: cpuid leaf 1, ecx bit 29 (usable iff AVX is).
   unsigned a, b, c, d;
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
@@ -34,6 +36,7 @@ bool CpuFeatures::has(CpuIsa isa) const {
     case CpuIsa::Reference: return true;
     case CpuIsa::Avx2: return avx2 && fma && f16c;
     case CpuIsa::Avx512: return has(CpuIsa::Avx2) && avx512f && avx512bw && avx512vl && avx512dq;
+    case CpuIsa::Avx512Bf16: return has(CpuIsa::Avx512) && avx512_bf16 && avx512vbmi;
   }
   return false;
 }
@@ -45,12 +48,15 @@ const CpuFeatures& cpu_features() {
 
 CpuIsa default_isa() {
   const CpuFeatures& f = cpu_features();
-  CpuIsa best = f.has(CpuIsa::Avx512) ? CpuIsa::Avx512 : f.has(CpuIsa::Avx2) ? CpuIsa::Avx2 : CpuIsa::Reference;
+  CpuIsa best = CpuIsa::Reference;
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
+    if (f.has(isa)) best = isa;
   if (const char* cap = std::getenv("DSV4_CPU_ISA")) {
     CpuIsa want = best;
     if (!std::strcmp(cap, "reference") || !std::strcmp(cap, "scalar")) want = CpuIsa::Reference;
     else if (!std::strcmp(cap, "avx2")) want = CpuIsa::Avx2;
     else if (!std::strcmp(cap, "avx512")) want = CpuIsa::Avx512;
+    else if (!std::strcmp(cap, "avx512bf16")) want = CpuIsa::Avx512Bf16;
     if (uint8_t(want) < uint8_t(best)) best = want;
   }
   return best;
@@ -61,6 +67,7 @@ const char* isa_name(CpuIsa isa) {
     case CpuIsa::Reference: return "reference";
     case CpuIsa::Avx2: return "avx2";
     case CpuIsa::Avx512: return "avx512";
+    case CpuIsa::Avx512Bf16: return "avx512bf16";
   }
   return "?";
 }

@@ -2,7 +2,9 @@
 // state), and which instruction set the CPU kernels use.
 //
 // AVX2 + FMA + F16C is the baseline every supported machine has; AVX-512 (F, BW, VL, DQ)
-// kernels run where present. DSV4_CPU_ISA=reference|avx2|avx512 in the environment caps
+// kernels run where present, and where the CPU also has BF16 dot products and VBMI byte
+// permutes, kernels that decode weights to bf16 with table lookups and multiply with vdpbf16ps.
+// DSV4_CPU_ISA=reference|avx2|avx512|avx512bf16 in the environment caps
 // the choice (for comparisons and for testing the AVX2 path on an AVX-512 machine).
 #pragma once
 #include <cstdint>
@@ -13,12 +15,13 @@ enum class CpuIsa : uint8_t {
   Reference,  // the scalar reference kernels
   Avx2,       // AVX2 + FMA + F16C
   Avx512,     // AVX-512 F/BW/VL/DQ
+  Avx512Bf16, // AVX-512 as above + BF16 dot products + VBMI byte permutes (Zen 4, Sapphire Rapids)
 };
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, bmi2 = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512_bf16 = false, avx512_vnni = false;
+  bool avx512_bf16 = false, avx512_vnni = false, avx512vbmi = false;
 
   bool has(CpuIsa isa) const;
 };

@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <immintrin.h>
 
 namespace dsv4 {
@@ -29,44 +30,57 @@ void ThreadPool::work(int worker) {
   }
 }
 
-void ThreadPool::run(int64_t num_tasks, const Task& fn) {
+void ThreadPool::run(int64_t num_tasks, Task fn) {
   if (num_tasks <= 0) return;
   if (num_threads_ == 1 || num_tasks == 1) {
     for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
     return;
   }
-  {
+  task_ = &fn;
+  num_tasks_ = num_tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  busy_workers_.store(num_threads_ - 1, std::memory_order_relaxed);
+  // seq_cst: a worker that registers as a sleeper either sees this generation before it waits,
+  // or is counted below and woken under the lock.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &fn;
-    num_tasks_ = num_tasks;
-    next_task_.store(0);
-    busy_workers_.store(num_threads_ - 1);
-    generation_.fetch_add(1, std::memory_order_release);
+    wake_.notify_all();
   }
-  wake_.notify_all();
   work(0);
   // Yield now and then: with more threads than free cores (a busy machine), a worker that
   // still has to check in needs this core, and pure spinning would wait a whole time slice.
   for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
-    if ((spin & 63) == 63) std::this_thread::yield();
+    if ((spin & 255) == 255) std::this_thread::yield();
     else _mm_pause();
   }
 }
 
 void ThreadPool::worker_loop(int worker) {
+  using Clock = std::chrono::steady_clock;
   uint64_t seen = 0;
   for (;;) {
-    // Spin for a while: the next job of a decode step usually follows within microseconds.
+    // Spin for a bounded time: the next job of a decode step usually follows within microseconds.
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < 20000; ++spin) {
-      if ((spin & 63) == 63) std::this_thread::yield();  // see run()
-      else _mm_pause();
-      gen = generation_.load(std::memory_order_acquire);
+    if (gen == seen) {
+      const auto until = Clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+      for (int spin = 1; gen == seen; ++spin) {
+        _mm_pause();
+        gen = generation_.load(std::memory_order_acquire);
+        if ((spin & 1023) == 0 && gen == seen) {
+          if (Clock::now() > until) break;
+          std::this_thread::yield();  // see run()
+        }
+      }
     }
     if (gen == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
-      gen = generation_.load();
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+        gen = generation_.load();
+      }
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = gen;
     if (stop_.load()) return;

@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/simd.h"
 #include "core/number_formats.h"
 
 namespace dsv4::cpu {
@@ -101,11 +102,11 @@ struct Product {
 Product reference(const std::vector<float>& x, int64_t n, const WeightView& w, bool quantize, bool round) {
   const int64_t K = w.cols, M = w.rows;
   std::vector<float> xq(x), sx;
-  PreparedInput in{x.data(), nullptr, n, K, K, 0};
+  PreparedInput in{x.data(), nullptr, nullptr, n, K, K, 0};
   if (quantize) {
     sx.resize(size_t(n * K / 128));
     quantize_activations_reference(x.data(), n, K, xq.data(), sx.data());
-    in = {xq.data(), sx.data(), n, K, K, K / 128};
+    in = {xq.data(), nullptr, sx.data(), n, K, K, K / 128};
   }
   Product p;
   p.y.resize(size_t(n * M));
@@ -145,10 +146,18 @@ std::vector<CpuIsa> simd_isas() {
   std::vector<CpuIsa> isas;
   if (cpu_features().has(CpuIsa::Avx2)) isas.push_back(CpuIsa::Avx2);
   if (cpu_features().has(CpuIsa::Avx512)) isas.push_back(CpuIsa::Avx512);
+  if (cpu_features().has(CpuIsa::Avx512Bf16)) isas.push_back(CpuIsa::Avx512Bf16);
   return isas;
 }
 
-GemmKernel kernel_for(CpuIsa isa, const WeightView& w) { return isa == CpuIsa::Avx512 ? avx512_gemm(w) : avx2_gemm(w); }
+// The instruction set's own kernel (falling back to the next lower set for formats it leaves out).
+GemmKernel kernel_for(CpuIsa isa, const WeightView& w) {
+  if (isa == CpuIsa::Avx512Bf16) {
+    GemmKernel k = avx512bf16_gemm(w);
+    if (k.rows) return k;
+  }
+  return isa == CpuIsa::Avx2 ? avx2_gemm(w) : avx512_gemm(w);
+}
 
 struct Format {
   const char* name;
@@ -234,6 +243,66 @@ TEST(ActivationQuantization, VectorizedEqualsReferenceBitForBit) {
   quantize_activations(x.data(), n, K, K, q2.data(), s2.data());
   EXPECT_EQ(std::memcmp(q1.data(), q2.data(), q1.size() * 4), 0);
   EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0);
+}
+
+// The softmax's vectorized exp against std::exp: within 2 ulp over the range it is used in.
+TEST(SimdExp, WithinTwoUlpOfStdExp) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> u(-87.0f, 88.0f);
+  int64_t worst = 0;
+  for (int i = 0; i < 200000; ++i) {
+    alignas(32) float x[8], y[8];
+    for (float& v : x) v = i < 1000 ? -float(i) / 12.0f : u(rng);  // (above -87.3: no subnormal results)
+    _mm256_store_ps(y, exp_x8(_mm256_load_ps(x)));
+    for (int j = 0; j < 8; ++j) {
+      const float ref = std::exp(x[j]);
+      int32_t a, b;
+      std::memcpy(&a, &y[j], 4);
+      std::memcpy(&b, &ref, 4);
+      worst = std::max<int64_t>(worst, std::abs(int64_t(a) - int64_t(b)));
+    }
+  }
+  EXPECT_LE(worst, 2);
+  alignas(32) float x[8] = {-1000.0f, -INFINITY, 1000.0f, INFINITY, NAN, 0.0f, -0.0f, 1.0f}, y[8];
+  _mm256_store_ps(y, exp_x8(_mm256_load_ps(x)));
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], INFINITY);
+  EXPECT_EQ(y[3], INFINITY);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[5], 1.0f);
+  EXPECT_EQ(y[6], 1.0f);
+  EXPECT_NEAR(y[7], std::exp(1.0f), 3e-7f);
+}
+
+// The vectorized Walsh–Hadamard + FP4 fake quantization equal the scalar loops bit for bit.
+TEST(SimdHadamardFp4, EqualsScalarLoops) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t w : {32, 64, 128, 512}) {
+    for (int rep = 0; rep < 200; ++rep) {
+      std::vector<float> a(static_cast<size_t>(w));
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = (i % 13 == 0) ? 0.0f : round_bf16(normal(rng) * std::ldexp(1.0f, int(rng() % 20) - 10));
+      if (rep == 0) a[3] = 1e30f;
+      std::vector<float> b = a;
+      const float scale = float(1.0 / std::sqrt(double(w)));
+      for (int64_t h = 1; h < w; h *= 2)
+        for (int64_t i = 0; i < w; i += 2 * h)
+          for (int64_t j = i; j < i + h; ++j) {
+            const float x = a[size_t(j)], y = a[size_t(j + h)];
+            a[size_t(j)] = x + y;
+            a[size_t(j + h)] = x - y;
+          }
+      for (auto& v : a) v = round_bf16(v * scale);
+      std::vector<float> c = a;
+      fake_quant_fp4(a.data(), w, kFp4Block);
+      hadamard_row(b.data(), w, scale);
+      ASSERT_EQ(std::memcmp(b.data(), c.data(), c.size() * 4), 0) << "hadamard, w " << w;
+      fake_quant_fp4_row(b.data(), w);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "fp4 fake quant, w " << w << " rep " << rep;
+    }
+  }
 }
 
 TEST(GemmSelection, OddWidthsFallBackToTheReference) {

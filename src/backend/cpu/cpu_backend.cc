@@ -11,7 +11,8 @@
 namespace dsv4 {
 
 CpuBackend::CpuBackend(int num_threads, CpuIsa isa)
-    : isa_(cpu_features().has(isa) ? isa : default_isa()), pool_(num_threads), scratch_(size_t(pool_.size())) {}
+    : isa_(cpu_features().has(isa) ? isa : default_isa()), pool_(num_threads), profile_(OpProfile::from_environment()),
+      scratch_(size_t(pool_.size())) {}
 CpuBackend::~CpuBackend() = default;
 
 void* CpuBackend::allocate(size_t bytes) {
@@ -32,6 +33,7 @@ void CpuBackend::to_host(const Tensor& t, void* dst) { std::memcpy(dst, t.data, 
 void CpuBackend::from_host(Tensor& t, const void* src) { std::memcpy(t.data, src, t.nbytes()); }
 
 void CpuBackend::gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) {
+  ScopedOp op_scope(profile_.get(), "gather_rows");
   const size_t row_bytes = src.nbytes() / size_t(src.dim(0));
   for (size_t i = 0; i < rows.size(); ++i)
     std::memcpy(static_cast<uint8_t*>(dst.data) + i * row_bytes,
@@ -39,6 +41,7 @@ void CpuBackend::gather_rows(const Tensor& src, std::span<const int64_t> rows, T
 }
 
 void CpuBackend::store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) {
+  ScopedOp op_scope(profile_.get(), "store_rows");
   const int64_t width = table.pool().row_elems();
   DSV4_CHECK(src.cols() == width && src.rows() == int64_t(rows.size()), "store_rows: source ",
              src.shape_string(), " does not match ", rows.size(), " rows of ", width);
@@ -57,11 +60,13 @@ void CpuBackend::store_rows(RowTable& table, std::span<const int64_t> rows, cons
 }
 
 void CpuBackend::scale(const Tensor& x, float s, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "scale");
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) y.f32()[i] = round_bf16(x.f32()[i] * s);
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "add");
   const int64_t n = a.numel(), nb = b.numel();
   if (n == nb) {
     for (int64_t i = 0; i < n; ++i) y.f32()[i] = round_bf16(a.f32()[i] + b.f32()[i]);
@@ -79,6 +84,7 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CpuBackend::embed(const WeightView& table, std::span<const int32_t> tokens, int64_t copies, Tensor& out) {
+  ScopedOp op_scope(profile_.get(), "embed");
   const int64_t D = table.cols;
   for (size_t n = 0; n < tokens.size(); ++n) {
     const int32_t t = tokens[n];
@@ -98,6 +104,7 @@ void CpuBackend::embed(const WeightView& table, std::span<const int32_t> tokens,
 }
 
 void CpuBackend::swiglu(const Tensor& g, const Tensor& u, float limit, Tensor& h) {
+  ScopedOp op_scope(profile_.get(), "swiglu");
   const int64_t n = g.numel();
   for (int64_t i = 0; i < n; ++i) {
     float gv = g.f32()[i], uv = u.f32()[i];

@@ -2,6 +2,7 @@
 // run time (AVX2/FMA everywhere, AVX-512 where present), weights read in place from the
 // mapped checkpoint.
 #pragma once
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/op_profile.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
@@ -25,9 +27,10 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
   CpuIsa isa() const { return isa_; }
 
-  // Runs a prepared product over all outputs of w, split over the threads.
+  // Runs a prepared product over all outputs of w, split over the threads; side_task (if any)
+  // runs as one more task, overlapping the product.
   void gemm(const cpu::GemmKernel& kernel, const cpu::PreparedInput& in, const WeightView& w, float* y, int64_t ldy,
-            bool round_bf16);
+            bool round_bf16, const ThreadPool::Task* side_task = nullptr);
 
   void* allocate(size_t bytes) override;
   void release(void* p) override;
@@ -70,27 +73,45 @@ class CpuBackend final : public Backend {
                    std::span<const ExpertWeights> experts, float swiglu_limit, Tensor& routed) override;
   void swiglu(const Tensor& g, const Tensor& u, float swiglu_limit, Tensor& h) override;
 
+  // Per-op wall times when DSV4_PROFILE_OPS is set (else null); clear() to start a measurement.
+  OpProfile* op_profile() { return profile_.get(); }
+
   // Per-thread scratch of at least `bytes` (valid until the next call on that worker).
   float* scratch(int worker, size_t floats);
 
  private:
   const std::vector<float>& rope_frequencies(const RopeSpec& spec);
+  // Runs fn(task, worker) for tasks 0..n-1 on the pool, or inline when `work` (bytes streamed or
+  // multiply-adds) is too small to be worth waking the workers: small models leave them asleep.
+  template <class F>
+  void run_tasks(int64_t n, int64_t work, F&& fn) {
+    if (work < kMinParallelWork) {
+      for (int64_t t = 0; t < n; ++t) fn(t, 0);
+    } else {
+      pool_.run(n, fn);
+    }
+  }
+  static constexpr int64_t kMinParallelWork = int64_t(64) << 10;
   // Outputs per task when splitting `rows` outputs of w applied to n rows over the threads.
   int64_t output_chunk(const WeightView& w, int64_t rows, int64_t n) const;
 
   CpuIsa isa_;
   ThreadPool pool_;
+  std::unique_ptr<OpProfile> profile_;
   // Persistent buffers (they only grow: steady-state decoding allocates nothing).
   cpu::ActivationBuffer act_;                       // linear
   std::vector<cpu::ActivationBuffer> group_buffers_;  // grouped_linear, one per group
   std::vector<cpu::PreparedInput> grouped_inputs_;
   cpu::ActivationBuffer moe_act_x_, moe_act_h_;      // moe_experts
   std::vector<int64_t> start_, slot_at_, position_of_, cursor_, active_;
-  std::vector<int32_t> order_;
+  std::vector<int32_t> order_, route_order_;
+  std::vector<float> route_scores_, route_biased_;   // moe_route
   std::vector<float> moe_x_, moe_g_, moe_u_, moe_h_, moe_y_;
   std::vector<std::vector<float>> attn_kv_;        // sparse_attention: a KV set in f32, per worker
   std::vector<std::vector<int64_t>> attn_entries_;
-  std::vector<float> hc_mixes_, hc_weights_;       // hyper-connections
+  std::vector<float> hc_mixes_, hc_weights_, hc_rs_;  // hyper-connections
+  std::vector<float> idx_keys_, idx_score_;        // indexer_select
+  std::vector<int32_t> idx_order_;
   std::vector<std::vector<float>> scratch_;
   std::mutex rope_mutex_;
   std::vector<std::pair<RopeSpec, std::vector<float>>> rope_cache_;

@@ -22,19 +22,25 @@ float f32_at(const WeightView& w, int64_t i) {
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // mixes[n] = (fn · vec(x[n])) / sqrt(mean(vec(x[n])²) + eps), fp32.
-void hc_mixes(CpuBackend& be, const Tensor& x, const WeightView& fn, float norm_eps, float* mixes) {
+// rs: n floats of scratch.
+void hc_mixes(CpuBackend& be, const Tensor& x, const WeightView& fn, float norm_eps, float* mixes, float* rs) {
   const int64_t n = x.dim(0), width = x.numel() / n, mix = fn.rows;
   DSV4_CHECK(fn.cols == width, "hyper-connection '", fn.name(), "': expects ", fn.cols, " inputs, got ", width);
   const cpu::GemmKernel kernel = cpu::select_gemm(be.isa(), fn);
   cpu::ActivationBuffer natural;  // F32 kernels read x in place: nothing is stored
-  be.gemm(kernel, natural.prepare(kernel, x.f32(), n, width, width, false), fn, mixes, mix, false);
-  for (int64_t r = 0; r < n; ++r) {
-    const float* v = x.f32() + r * width;
-    float ss = 0.0f;
-    for (int64_t k = 0; k < width; ++k) ss += v[k] * v[k];
-    const float rs = 1.0f / std::sqrt(ss / float(width) + norm_eps);
-    for (int64_t j = 0; j < mix; ++j) mixes[r * mix + j] *= rs;
-  }
+  // The sums of squares (a sequential sum of hc·D terms per row) run as a task beside the product.
+  const auto sums = [&](int64_t, int) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* v = x.f32() + r * width;
+      float ss = 0.0f;
+      for (int64_t k = 0; k < width; ++k) ss += v[k] * v[k];
+      rs[r] = 1.0f / std::sqrt(ss / float(width) + norm_eps);
+    }
+  };
+  const ThreadPool::Task side(sums);
+  be.gemm(kernel, natural.prepare(kernel, x.f32(), n, width, width, false), fn, mixes, mix, false, &side);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < mix; ++j) mixes[r * mix + j] *= rs[r];
 }
 
 // y[n] = round_bf16(sum_j weight[n, j] · x[n, j])   (8 dims at a time, the same steps per lane)
@@ -61,10 +67,12 @@ void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
 
 void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, float eps, float norm_eps,
                         HcPreOut& out) {
+  ScopedOp op_scope(profile_.get(), "hc_pre");
   const int64_t n = x.dim(0), hc = x.dim(1), mix = (2 + hc) * hc;
   std::vector<float>& mixes = hc_mixes_;
   mixes.resize(size_t(n * mix));
-  hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
+  hc_rs_.resize(size_t(n));
+  hc_mixes(*this, x, w.fn, norm_eps, mixes.data(), hc_rs_.data());
   std::vector<float>& pre = hc_weights_;
   pre.resize(size_t(n * hc));
   const float s0 = f32_at(w.scale, 0), s1 = f32_at(w.scale, 1), s2 = f32_at(w.scale, 2);
@@ -108,6 +116,7 @@ void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, floa
 }
 
 void CpuBackend::hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "hc_post");
   // X'_k = round_bf16(post_k · f + Σ_j comb_jk · X_j), 8 dims at a time (the same steps per lane).
   const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
   DSV4_CHECK(D % 8 == 0, "hc_post: width ", D, " is not a multiple of 8");
@@ -131,10 +140,12 @@ void CpuBackend::hc_post(const Tensor& x, const Tensor& f, const Tensor& post, c
 }
 
 void CpuBackend::hc_head(const Tensor& x, const HcHeadWeights& w, float eps, float norm_eps, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "hc_head");
   const int64_t n = x.dim(0), hc = x.dim(1);
   std::vector<float>& mixes = hc_mixes_;
   mixes.resize(size_t(n * hc));
-  hc_mixes(*this, x, w.fn, norm_eps, mixes.data());
+  hc_rs_.resize(size_t(n));
+  hc_mixes(*this, x, w.fn, norm_eps, mixes.data(), hc_rs_.data());
   const float s = f32_at(w.scale, 0);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t j = 0; j < hc; ++j)

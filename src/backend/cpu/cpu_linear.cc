@@ -36,15 +36,18 @@ int64_t CpuBackend::output_chunk(const WeightView& w, int64_t rows, int64_t n) c
 }
 
 void CpuBackend::gemm(const cpu::GemmKernel& kernel, const cpu::PreparedInput& in, const WeightView& w, float* y,
-                      int64_t ldy, bool round_bf16) {
+                      int64_t ldy, bool round_bf16, const ThreadPool::Task* side_task) {
   const int64_t M = w.rows, chunk = output_chunk(w, M, in.n);
-  const int64_t tasks = (M + chunk - 1) / chunk;
-  pool_.run(tasks, [&](int64_t t, int) {
+  const int64_t tasks = (M + chunk - 1) / chunk, first = side_task ? 1 : 0;
+  pool_.run(tasks + first, [&](int64_t t, int) {
+    if (t < first) return (*side_task)(0, 0);
+    t -= first;
     kernel.rows(in, w, t * chunk, std::min(M, (t + 1) * chunk), y, ldy, round_bf16);
   });
 }
 
 void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) {
+  ScopedOp op_scope(profile_.get(), "linear");
   const int64_t n = x.rows(), K = x.cols();
   DSV4_CHECK(K == w.cols, "linear '", w.name(), "': input has ", K, " features, weight expects ", w.cols);
   DSV4_CHECK(y.rows() == n && y.cols() == w.rows, "linear '", w.name(), "': output ", y.shape_string(),
@@ -58,6 +61,7 @@ void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearO
 
 void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                                 LinearOptions opt) {
+  ScopedOp op_scope(profile_.get(), "grouped_linear");
   const int64_t n = x.rows(), K = x.cols() / groups, M = w.rows / groups;
   DSV4_CHECK(x.cols() == groups * w.cols, "grouped linear '", w.name(), "': input has ", x.cols(),
              " features, expected ", groups, " groups of ", w.cols);

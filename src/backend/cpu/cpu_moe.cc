@@ -16,9 +16,14 @@
 namespace dsv4 {
 
 void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& weights, Tensor& indices) {
+  ScopedOp op_scope(profile_.get(), "moe_route");
   const int64_t n = logits.rows(), E = logits.cols(), k = p.top_k;
-  std::vector<float> scores(static_cast<size_t>(E)), biased(static_cast<size_t>(E));
-  std::vector<int32_t> order(static_cast<size_t>(E));
+  route_scores_.resize(size_t(E));
+  route_biased_.resize(size_t(E));
+  route_order_.resize(size_t(E));
+  std::vector<float>& scores = route_scores_;
+  std::vector<float>& biased = route_biased_;
+  std::vector<int32_t>& order = route_order_;
   for (int64_t r = 0; r < n; ++r) {
     const float* z = logits.f32() + r * E;
     if (ScoringFunc(p.func) == ScoringFunc::Softmax) {
@@ -68,6 +73,7 @@ void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& w
 
 void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tensor& indices,
                              std::span<const ExpertWeights> experts, float limit, Tensor& routed) {
+  ScopedOp op_scope(profile_.get(), "moe_experts");
   const int64_t n = x.rows(), D = x.cols(), k = indices.cols(), E = int64_t(experts.size()), S = n * k;
   const int32_t* idx = indices.i32();
   // Slots (row, j) grouped by expert, ascending expert id (a counting sort): slot_at_[p] is
@@ -111,13 +117,11 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   moe_u_.resize(size_t(S * inter));
   moe_h_.resize(size_t(S * inter));
   const int64_t c1 = chunk_for(inter), t1 = (inter + c1 - 1) / c1;
-  pool_.run(active * t1, [&](int64_t t, int) {
+  const int64_t expert_bytes = 3 * (inter * D / 2 + inter * D / 32);  // FP4 w1, w2, w3 with scales
+  run_tasks(active * t1, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t1)], m0 = (t % t1) * c1, m1 = std::min(inter, m0 + c1);
     const int64_t p0 = start_[size_t(e)], rows = start_[size_t(e + 1)] - p0;
-    cpu::PreparedInput in = in_x;
-    in.x += p0 * in_x.ldx;
-    in.sx += p0 * in_x.ldsx;
-    in.n = rows;
+    const cpu::PreparedInput in = in_x.rows(p0, rows);
     k13.rows(in, experts[size_t(e)].w1, m0, m1, moe_g_.data() + p0 * inter, inter, true);
     k13.rows(in, experts[size_t(e)].w3, m0, m1, moe_u_.data() + p0 * inter, inter, true);
     for (int64_t p = p0; p < p0 + rows; ++p) {
@@ -137,13 +141,10 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   const cpu::PreparedInput in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, true);
   moe_y_.resize(size_t(S * D));
   const int64_t c2 = chunk_for(D), t2 = (D + c2 - 1) / c2;
-  pool_.run(active * t2, [&](int64_t t, int) {
+  run_tasks(active * t2, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t2)], m0 = (t % t2) * c2, m1 = std::min(D, m0 + c2);
     const int64_t p0 = start_[size_t(e)];
-    cpu::PreparedInput in = in_h;
-    in.x += p0 * in_h.ldx;
-    in.sx += p0 * in_h.ldsx;
-    in.n = start_[size_t(e + 1)] - p0;
+    const cpu::PreparedInput in = in_h.rows(p0, start_[size_t(e + 1)] - p0);
     k2.rows(in, experts[size_t(e)].w2, m0, m1, moe_y_.data() + p0 * D, D, true);
   });
 
@@ -151,9 +152,13 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   std::vector<int32_t>& order = order_;
   order.resize(size_t(k));
   for (int64_t r = 0; r < n; ++r) {
-    std::iota(order.begin(), order.end(), 0);
+    // Insertion sort by expert id, ties in slot order (k is small; no temporary buffer).
     const int32_t* ri = idx + r * k;
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ri[a] < ri[b]; });
+    for (int64_t a = 0; a < k; ++a) {
+      int64_t b = a;
+      for (; b > 0 && ri[order[size_t(b - 1)]] > ri[a]; --b) order[size_t(b)] = order[size_t(b - 1)];
+      order[size_t(b)] = int32_t(a);
+    }
     float* dst = routed.f32() + r * D;
     for (int32_t j : order) {
       const float* src = moe_y_.data() + position_of_[size_t(r * k + j)] * D;

@@ -1,5 +1,6 @@
 // Row-wise ops on the CPU: RMSNorm, per-head q normalisation, RoPE, FP8/FP4 fake
 // quantization and the Walsh–Hadamard rotation.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -26,6 +27,7 @@ float weight_at(const WeightView& w, int64_t i) {
 }  // namespace
 
 void CpuBackend::rms_norm(const Tensor& x, const WeightView& weight, float eps, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "rms_norm");
   const int64_t n = x.rows(), W = x.cols();
   DSV4_CHECK(!weight.present() || weight.cols == W, "rms_norm '", weight.name(), "': width ", W, " vs ", weight.cols);
   DSV4_CHECK(!weight.present() || weight.format == WeightFormat::BF16 || weight.format == WeightFormat::F32,
@@ -54,16 +56,24 @@ void CpuBackend::rms_norm(const Tensor& x, const WeightView& weight, float eps, 
 }
 
 void CpuBackend::head_rms_norm(Tensor& q, float eps) {
+  ScopedOp op_scope(profile_.get(), "head_rms_norm");
   // The reference computes q *= rsqrt(mean(q²) + eps) on a bf16 tensor: every step rounds.
+  // Each head's sum is sequential (latency-bound); heads are split over the threads.
   const int64_t heads = q.rows(), d = q.cols();
-  for (int64_t h = 0; h < heads; ++h) {
-    float* v = q.f32() + h * d;
-    float ss = 0.0f;
-    for (int64_t k = 0; k < d; ++k) ss += round_bf16(v[k] * v[k]);
-    const float mean = round_bf16(ss / float(d));
-    const float r = round_bf16(1.0f / std::sqrt(round_bf16(mean + eps)));
-    for (int64_t k = 0; k < d; ++k) v[k] = round_bf16(v[k] * r);
-  }
+  const int64_t chunks = std::min<int64_t>(heads, pool_.size()), per = (heads + chunks - 1) / chunks;
+  run_tasks(chunks, heads * d * 16, [&](int64_t c, int) {
+    for (int64_t h = c * per; h < std::min(heads, (c + 1) * per); ++h) {
+      float* v = q.f32() + h * d;
+      float ss = 0.0f;
+      for (int64_t k = 0; k < d; ++k) ss += round_bf16(v[k] * v[k]);
+      const float mean = round_bf16(ss / float(d));
+      const float r = round_bf16(1.0f / std::sqrt(round_bf16(mean + eps)));
+      int64_t k = 0;
+      for (const __m256 vr = _mm256_set1_ps(r); k + 8 <= d; k += 8)
+        _mm256_storeu_ps(v + k, cpu::round_bf16_x8(_mm256_mul_ps(_mm256_loadu_ps(v + k), vr)));
+      for (; k < d; ++k) v[k] = round_bf16(v[k] * r);
+    }
+  });
 }
 
 const std::vector<float>& CpuBackend::rope_frequencies(const RopeSpec& s) {
@@ -98,6 +108,7 @@ const std::vector<float>& CpuBackend::rope_frequencies(const RopeSpec& s) {
 }
 
 void CpuBackend::rope(Tensor& x, std::span<const int64_t> positions, const RopeSpec& spec, bool inverse) {
+  ScopedOp op_scope(profile_.get(), "rope");
   const std::vector<float>& freqs = rope_frequencies(spec);
   const int64_t n = int64_t(positions.size());
   const int64_t width = x.cols(), heads = x.rows() / n, half = spec.rope_dims / 2;
@@ -123,16 +134,23 @@ void CpuBackend::rope(Tensor& x, std::span<const int64_t> positions, const RopeS
 }
 
 void CpuBackend::fake_quant_fp8(Tensor& x, int64_t cols, int block) {
+  ScopedOp op_scope(profile_.get(), "fake_quant_fp8");
   const int64_t n = x.rows(), W = x.cols();
   for (int64_t r = 0; r < n; ++r) dsv4::fake_quant_fp8(x.f32() + r * W, cols, block);
 }
 
 void CpuBackend::hadamard_fp4(Tensor& x) {
+  ScopedOp op_scope(profile_.get(), "hadamard_fp4");
   const int64_t n = x.rows(), w = x.cols();
   DSV4_CHECK((w & (w - 1)) == 0, "hadamard: width ", w, " is not a power of two");
   const float scale = float(1.0 / std::sqrt(double(w)));
   for (int64_t r = 0; r < n; ++r) {
     float* v = x.f32() + r * w;
+    if (w >= 32) {  // vectorized, the same operations (kernels_test checks the bits)
+      cpu::hadamard_row(v, w, scale);
+      cpu::fake_quant_fp4_row(v, w);
+      continue;
+    }
     for (int64_t h = 1; h < w; h *= 2)
       for (int64_t i = 0; i < w; i += 2 * h)
         for (int64_t j = i; j < i + h; ++j) {

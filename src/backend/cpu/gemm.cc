@@ -69,53 +69,84 @@ void quantize_activations(const float* x, int64_t n, int64_t k, int64_t ldx, flo
 
 namespace {
 
-// Per 32 inputs: evens, then odds.
-void pair_split(const float* src, int64_t k, float* dst) {
-  for (int64_t g = 0; g < k; g += 32)
-    for (int i = 0; i < 16; ++i) {
-      dst[g + i] = src[g + 2 * i];
-      dst[g + 16 + i] = src[g + 2 * i + 1];
-    }
+// f32 layouts other than Natural (PairSplit32): the group size and the source of slot p.
+int f32_group(Layout) { return 32; }
+int f32_source(Layout, int p) { return p < 16 ? 2 * p : 2 * (p - 16) + 1; }
+
+// dst row r = src row r (stride lds) permuted per group; k a multiple of the group.
+void permute_rows(Layout layout, const float* src, int64_t lds, int64_t n, int64_t k, float* dst) {
+  const int group = f32_group(layout);
+  int perm[64];
+  for (int p = 0; p < group; ++p) perm[p] = f32_source(layout, p);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t g = 0; g < k; g += group)
+      for (int p = 0; p < group; ++p) dst[r * k + g + p] = src[r * lds + g + perm[p]];
 }
+
+// Source position of bf16 layout slot p within its group of 64.
+int bf16_source(Layout layout, int p) {
+  if (layout == Layout::Bf16PairSplit64) return p < 32 ? 2 * p : 2 * (p - 32) + 1;
+  const int half = p / 32, q = p % 32;  // Bf16Unpack64
+  return 16 * (q / 8) + 8 * half + q % 8;
+}
+
+bool is_bf16(Layout l) { return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64; }
 
 }  // namespace
 
 PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x, int64_t n, int64_t k, int64_t ldx,
                                         bool quantize) {
-  PreparedInput in{x, nullptr, n, k, ldx, 0};
+  PreparedInput in{x, nullptr, nullptr, n, k, ldx, 0};
   const int64_t blocks = k / kFp8Block;
+  // Quantized values (f32, rows of k) first; the kernel's copy comes from them.
+  const float* src = x;
+  int64_t lds = ldx;
   if (quantize) {
     DSV4_CHECK(k % kFp8Block == 0, "activation quantization: ", k, " inputs are not a multiple of 128");
-    if (x_.size() < size_t(n * k) + (kernel.layout == Layout::Natural ? 0 : size_t(k))) x_.resize(size_t((n + 1) * k));
-    if (s_.size() < size_t(n * blocks)) s_.resize(size_t(n * blocks));
-    quantize_activations(x, n, k, ldx, x_.data(), s_.data());
+    float* q = q_.get(size_t(n * k));
+    float* sx = s_.get(size_t(n * blocks));
+    quantize_activations(x, n, k, ldx, q, sx);
     if (kernel.scale_factor != 1.0f)
-      for (int64_t i = 0; i < n * blocks; ++i) s_[size_t(i)] *= kernel.scale_factor;  // exact: powers of two
-    if (kernel.layout == Layout::PairSplit32) {
-      float* tmp = x_.data() + n * k;  // the spare row
-      for (int64_t r = 0; r < n; ++r) {
-        pair_split(x_.data() + r * k, k, tmp);
-        std::memcpy(x_.data() + r * k, tmp, size_t(k) * 4);
-      }
-    }
-    in.x = x_.data();
-    in.ldx = k;
-    in.sx = s_.data();
+      for (int64_t i = 0; i < n * blocks; ++i) sx[i] *= kernel.scale_factor;  // exact: powers of two
+    src = q;
+    lds = k;
+    in.sx = sx;
     in.ldsx = blocks;
-    return in;
-  }
-  if (kernel.layout == Layout::PairSplit32) {
-    if (x_.size() < size_t(n * k)) x_.resize(size_t(n * k));
-    for (int64_t r = 0; r < n; ++r) pair_split(x + r * ldx, k, x_.data() + r * k);
-    in.x = x_.data();
-    in.ldx = k;
-  }
-  if (kernel.wants_scales) {
-    if (s_.size() < size_t(std::max<int64_t>(blocks, 1))) s_.resize(size_t(std::max<int64_t>(blocks, 1)));
-    std::fill(s_.begin(), s_.begin() + blocks, kernel.scale_factor);
-    in.sx = s_.data();
+  } else if (kernel.wants_scales) {
+    float* sx = s_.get(size_t(std::max<int64_t>(blocks, 1)));
+    std::fill(sx, sx + blocks, kernel.scale_factor);
+    in.sx = sx;
     in.ldsx = 0;  // every row shares the constant
   }
+  // Rows of the copies are padded by 128 bytes: with strides of whole 4 KiB pages, the rows a tile
+  // reads together (and the weight rows, whose strides are such too) fall into the same L1 sets.
+  if (is_bf16(kernel.layout)) {
+    const int64_t ld = k + 64;
+    uint16_t* xb = xb_.get(size_t(n * ld));
+    int perm[64];
+    for (int p = 0; p < 64; ++p) perm[p] = kernel.layout == Layout::Bf16Natural ? p : bf16_source(kernel.layout, p);
+    for (int64_t r = 0; r < n; ++r) {
+      const float* sr = src + r * lds;
+      uint16_t* d = xb + r * ld;
+      int64_t g = 0;
+      for (; g + 64 <= k; g += 64)
+        for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]]);
+      for (; g < k; ++g) d[g] = f32_to_bf16(sr[g]);  // (kernels need whole groups; tails stay natural)
+    }
+    in.x = nullptr;
+    in.xb = xb;
+    in.ldx = ld;
+    return in;
+  }
+  if (kernel.layout == Layout::Natural && !quantize && (n == 1 || k < 1024)) return in;  // x in place
+  const int64_t ld = k + 32;
+  float* xp = x_.get(size_t(n * ld));
+  for (int64_t r = 0; r < n; ++r) {
+    if (kernel.layout == Layout::Natural) std::memcpy(xp + r * ld, src + r * lds, size_t(k) * 4);
+    else permute_rows(kernel.layout, src + r * lds, lds, 1, k, xp + r * ld);
+  }
+  in.x = xp;
+  in.ldx = ld;
   return in;
 }
 
@@ -199,7 +230,11 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
 }
 
 GemmKernel select_gemm(CpuIsa isa, const WeightView& w) {
-  if (isa == CpuIsa::Avx512 && cpu_features().has(CpuIsa::Avx512)) {
+  if (isa == CpuIsa::Avx512Bf16 && cpu_features().has(CpuIsa::Avx512Bf16)) {
+    GemmKernel k = avx512bf16_gemm(w);
+    if (k.rows) return k;
+  }
+  if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx512Bf16) && cpu_features().has(CpuIsa::Avx512)) {
     GemmKernel k = avx512_gemm(w);
     if (k.rows) return k;
   }

@@ -4,15 +4,20 @@
 // The activations arrive prepared: for FP8/FP4 weights they are on the e4m3 grid with one
 // power-of-two scale per 128 inputs (the reference's act_quant); each weight block's partial
 // dot product is scaled by (activation scale × weight scale) and accumulated in fp32, block
-// after block. BF16/F32 weights take a plain fp32 dot product.
+// after block. BF16/F32 weights take a plain fp32 dot product. The SIMD FP8 kernels fold both
+// (power-of-two) scales into a copy of the activations per 128-row weight tile instead, so
+// every product is the exact product of dequantized values and the block sums are merged into
+// one fp32 sum per output: the same values, rounded in another order (within the tests'
+// tolerance), and no per-block work, which keeps a 4-row verification pass near one row's cost.
 //
 // Batch invariance: every kernel computes each output with a sequence of operations fixed by
 // (k, the weight, the instruction set) alone — tiles of F outputs × R rows only decide which
 // independent accumulators share a decoded weight vector — so neither the number of rows nor
 // the split over threads (always over outputs m) changes a bit of any result.
 //
-// gemm_rows_reference is the scalar definition the SIMD kernels (gemm_avx2.cc,
-// gemm_avx512.cc) are tested against (tests/model/kernels_test.cc).
+// gemm_rows_reference is the scalar definition the SIMD kernels (gemm_avx2.cc, gemm_avx512.cc,
+// gemm_bf16dot_avx512.cc) are tested against (tests/model/kernels_test.cc); bench/gemm_bench
+// measures them at V4-Flash shapes.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,15 +29,31 @@ namespace dsv4::cpu {
 
 // How a kernel wants its activations laid out in memory.
 enum class Layout : uint8_t {
-  Natural,      // x[k] in order
-  PairSplit32,  // per 32 inputs: the 16 even ones, then the 16 odd ones (FP4 nibble pairs, bf16 pairs)
+  Natural,      // f32 x[k] in order
+  PairSplit32,  // f32, per 32 inputs: the 16 even ones, then the 16 odd ones (FP4 nibble pairs, bf16 pairs)
+  // bf16 activations (rounded to nearest; the model's are bf16 values already) for vdpbf16ps kernels:
+  Bf16Natural,     // in order (BF16 weights: pairs of neighbours)
+  Bf16PairSplit64, // per 64 inputs: the 32 even ones, then the 32 odd ones (FP4 via vpermw)
+  Bf16Unpack64,    // per 64 inputs: 0-7,16-23,32-39,48-55, then 8-15,24-31,40-47,56-63
+                   // (FP8 via byte lookups whose results unpack within 128-bit lanes)
 };
 
 struct PreparedInput {
-  const float* x = nullptr;   // row r at x + r·ldx, in the kernel's layout
-  const float* sx = nullptr;  // row r at sx + r·ldsx: one multiplier per 128 inputs, or null (none)
+  const float* x = nullptr;     // f32 layouts: row r at x + r·ldx
+  const uint16_t* xb = nullptr; // bf16 layouts: row r at xb + r·ldx
+  const float* sx = nullptr;    // row r at sx + r·ldsx: one multiplier per 128 inputs, or null (none)
   int64_t n = 0, k = 0;
   int64_t ldx = 0, ldsx = 0;
+
+  // Rows [begin, begin + count) alone.
+  PreparedInput rows(int64_t begin, int64_t count) const {
+    PreparedInput p = *this;
+    if (p.x) p.x += begin * ldx;
+    if (p.xb) p.xb += begin * ldx;
+    if (p.sx) p.sx += begin * ldsx;
+    p.n = count;
+    return p;
+  }
 };
 
 // Computes outputs m in [m_begin, m_end) of every input row into y[r·ldy + m].
@@ -55,11 +76,26 @@ GemmKernel select_gemm(CpuIsa isa, const WeightView& w);
 // Per-ISA kernel tables (nullptr rows: not handled); defined in gemm_avx2.cc / gemm_avx512.cc.
 GemmKernel avx2_gemm(const WeightView& w);
 GemmKernel avx512_gemm(const WeightView& w);
+GemmKernel avx512bf16_gemm(const WeightView& w);
 
 // Whether a linear layer with this weight quantizes its activations (FP8/FP4 weights, act_quant on).
 inline bool quantizes_activations(const WeightView& w, bool act_quant) {
   return act_quant && (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4);
 }
+
+// A grow-only array aligned to 64 bytes (vector loads must not straddle cache lines).
+template <class T>
+class AlignedBuffer {
+ public:
+  T* get(size_t n) {
+    if (n + 64 / sizeof(T) > storage_.size()) storage_.resize(n + 64 / sizeof(T));
+    const uintptr_t p = reinterpret_cast<uintptr_t>(storage_.data());
+    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
+  }
+
+ private:
+  std::vector<T> storage_;
+};
 
 // Prepared activations in persistent buffers (they only grow: steady-state steps allocate nothing).
 class ActivationBuffer {
@@ -68,7 +104,8 @@ class ActivationBuffer {
   PreparedInput prepare(const GemmKernel& kernel, const float* x, int64_t n, int64_t k, int64_t ldx, bool quantize);
 
  private:
-  std::vector<float> x_, s_;
+  AlignedBuffer<float> q_, x_, s_;
+  AlignedBuffer<uint16_t> xb_;
 };
 
 // Quantizes rows of x [n, k] to the e4m3 grid in blocks of 128: xq = e4m3(x / s), s = 2^ceil(log2(amax/448)).

@@ -2,11 +2,13 @@
 // nest is gemm_driver.h; here are the tiles (F outputs × R rows per decoded weight vector).
 //
 // FP8: e4m3 → f16 bits (sign-extend, shift left 7, clear bit 14) → vcvtph2ps = value × 2^-8
-//   exactly; the 2^8 rides in the activation multipliers. Per 128-block two FMA chains of 8,
-//   added, then tot = fma(partial, s_w·s_x, tot).
+//   exactly; the 2^8 and both block scales are folded into a copy of the activations per
+//   128-row weight tile (exact: powers of two), so each row is two FMA chains of exact
+//   products — the reference's block sums scaled and added, in another order.
 // FP4: per 32 bytes (two 32-wide blocks) both nibbles index a vpshufb table holding the high
 //   byte of each e2m1 value's f16 encoding (the low byte is zero for all sixteen), unpacking
-//   against zero makes the f16 words, vcvtph2ps the floats; activations are pair-split.
+//   against zero makes the f16 words, vcvtph2ps the floats; activations are pair-split. (Making
+//   the floats as bf16 << 16 with shuffles only measured no faster on Zen 4, slower for >1 row.)
 // BF16: a dword holds two bf16: shift left 16 = the even element, mask = the odd one.
 // F32: two accumulators per output.
 #include <immintrin.h>
@@ -33,64 +35,103 @@ inline __m256i e4m3_to_f16x16(const uint8_t* p) {
   return _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16(int16_t(0xBFFF)));
 }
 
+// Rows of the tile's activations with the 128×128 tile's scales folded in: x·s_x·s_w per 128-block
+// (exact: powers of two; the 2^8 of the f16 decoding is in s_x already).
+void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, int64_t r0, int64_t rows, float* dst,
+                    int64_t ld) {
+  const int64_t K = w.cols, KB = K / 128;
+  const uint8_t* sw = w.scale + tile * w.scale_cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in.x + (r0 + r) * in.ldx;
+    const float* sx = in.sx + (r0 + r) * in.ldsx;
+    for (int64_t b = 0; b < KB; ++b) {
+      const __m256 s = _mm256_set1_ps(driver_e8m0(sw[b]) * sx[b]);
+      for (int c = 0; c < 128; c += 8)
+        _mm256_storeu_ps(dst + r * ld + b * 128 + c, _mm256_mul_ps(_mm256_loadu_ps(x + b * 128 + c), s));
+    }
+  }
+}
+
+// Tiles over activations scaled for their weight tile: per (output, row) two FMA chains (even and
+// odd 8-wide chunks) over the whole row, no per-block work. A quarter block's activations (32)
+// are loaded once for all the tile's outputs.
 struct Fp8 {
-  static constexpr int kMaxRows = 4;
-  static constexpr int features(int r) { return r == 1 ? 4 : r == 2 ? 2 : 1; }
+  static constexpr int kMaxRows = 2;
+  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
-    const int64_t K = w.cols, KB = K / 128;
+    const int64_t K = w.cols;
     const uint8_t* wr[F];
-    const uint8_t* sr[F];
-    for (int f = 0; f < F; ++f) {
-      wr[f] = w.data + (m + f) * K;
-      sr[f] = w.scale + ((m + f) / 128) * w.scale_cols;
-    }
+    for (int f = 0; f < F; ++f) wr[f] = w.data + (m + f) * K;
     const float* xr[R];
-    const float* sxr[R];
-    for (int r = 0; r < R; ++r) {
-      xr[r] = in.x + (r0 + r) * in.ldx;
-      sxr[r] = in.sx + (r0 + r) * in.ldsx;
-    }
-    __m256 tot[F][R];
+    for (int r = 0; r < R; ++r) xr[r] = in.x + (r0 + r) * in.ldx;
+    __m256 a0[F][R], a1[F][R];
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) tot[f][r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < KB; ++b) {
+      for (int r = 0; r < R; ++r) a0[f][r] = a1[f][r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k += 32) {  // quarter blocks
+      __m256 xv[R][4];
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < 4; ++c) xv[r][c] = _mm256_loadu_ps(xr[r] + k + 8 * c);
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) {
-        const uint8_t* p = wr[f] + b * 128;
-        prefetch_line(p + F * K);
-        prefetch_line(p + F * K + 64);
-        __m256 a0[R], a1[R];
+        const uint8_t* p = wr[f] + k;
+        if ((k & 63) == 0) prefetch_line(p + kPrefetchTiles * F * K);
+        const __m256i h0 = e4m3_to_f16x16(p), h1 = e4m3_to_f16x16(p + 16);
+        const __m256 w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h0));
+        const __m256 w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1));
+        const __m256 w2 = _mm256_cvtph_ps(_mm256_castsi256_si128(h1));
+        const __m256 w3 = _mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1));
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {  // quarters of 32 weights
-          const __m256i h0 = e4m3_to_f16x16(p + 32 * q), h1 = e4m3_to_f16x16(p + 32 * q + 16);
-          const __m256 w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h0));
-          const __m256 w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1));
-          const __m256 w2 = _mm256_cvtph_ps(_mm256_castsi256_si128(h1));
-          const __m256 w3 = _mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1));
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const float* x = xr[r] + b * 128 + 32 * q;
-            if (q == 0) {
-              a0[r] = _mm256_mul_ps(_mm256_loadu_ps(x), w0);
-              a1[r] = _mm256_mul_ps(_mm256_loadu_ps(x + 8), w1);
-            } else {
-              a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0, a0[r]);
-              a1[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), w1, a1[r]);
-            }
-            a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w2, a0[r]);
-            a1[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w3, a1[r]);
-          }
+        for (int r = 0; r < R; ++r) {
+          a0[f][r] = _mm256_fmadd_ps(xv[r][0], w0, a0[f][r]);
+          a1[f][r] = _mm256_fmadd_ps(xv[r][1], w1, a1[f][r]);
+          a0[f][r] = _mm256_fmadd_ps(xv[r][2], w2, a0[f][r]);
+          a1[f][r] = _mm256_fmadd_ps(xv[r][3], w3, a1[f][r]);
         }
-        const float sw = driver_e8m0(sr[f][b]);
-        for (int r = 0; r < R; ++r)
-          tot[f][r] = _mm256_fmadd_ps(_mm256_add_ps(a0[r], a1[r]), _mm256_set1_ps(sw * sxr[r][b]), tot[f][r]);
       }
     }
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = hsum(tot[f][r]);
+      for (int r = 0; r < R; ++r) out[f * R + r] = hsum(_mm256_add_ps(a0[f][r], a1[f][r]));
   }
 };
+
+// The FP8 loop nest: as drive() (gemm_driver.h), plus the activations of each row block scaled
+// for each 128-row weight tile the outputs reach (1/128 of the product's work).
+void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
+               bool round) {
+  constexpr int64_t kBufferElems = int64_t(32) << 10;  // 128 KB of f32
+  alignas(64) float buffer[kBufferElems];
+  const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
+  int64_t row_block = kBufferElems / ld / 2 * 2;
+  if (row_block < 2) row_block = 2;  // K ≤ 8192: the buffer holds 2 rows
+  for (int64_t rb = 0; rb < in.n; rb += row_block) {
+    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
+    const PreparedInput tin{buffer, nullptr, nullptr, rows, K, ld, 0};
+    int64_t tile = -1;
+    for (int64_t mg = m0; mg < m1;) {
+      int64_t mg_end = mg + 8 < m1 ? mg + 8 : m1;
+      if (mg_end > (mg / 128 + 1) * 128) mg_end = (mg / 128 + 1) * 128;  // groups stay within a tile
+      if (mg / 128 != tile) {
+        tile = mg / 128;
+        scale_for_tile(in, w, tile, rb, rows, buffer, ld);
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 2) {
+        if (rows - r0 == 1) drive_group<Fp8, 1>(tin, w, mg, mg_end, r0, y + rb * ldy, ldy, round);
+        else drive_group<Fp8, 2>(tin, w, mg, mg_end, r0, y + rb * ldy, ldy, round);
+      }
+      mg = mg_end;
+    }
+  }
+}
+
+// 8 E8M0 bytes (little-endian in a word) → 8 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN).
+inline __m256 e8m0x8(uint64_t bytes) {
+  const __m256i d = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(bytes)));
+  __m256i v = _mm256_slli_epi32(d, 23);
+  v = _mm256_blendv_epi8(v, _mm256_set1_epi32(0x00400000), _mm256_cmpeq_epi32(d, _mm256_setzero_si256()));
+  v = _mm256_blendv_epi8(v, _mm256_set1_epi32(0x7FC00000), _mm256_cmpeq_epi32(d, _mm256_set1_epi32(0xFF)));
+  return _mm256_castsi256_ps(v);
+}
 
 struct Fp4 {
   static constexpr int kMaxRows = 4;
@@ -120,32 +161,45 @@ struct Fp4 {
     __m256 tot[F][R];
     for (int f = 0; f < F; ++f)
       for (int r = 0; r < R; ++r) tot[f][r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < K / 32; b += 2) {  // two blocks of 32 per 32 bytes
-#pragma GCC unroll 4
+    const int64_t blocks = K / 32;
+    alignas(32) float sv[F][R][8];  // block multipliers s_w · s_x of 8 blocks
+    for (int64_t g = 0; g < blocks; g += 8) {
+      const int nb = blocks - g < 8 ? int(blocks - g) : 8;  // 8 or 4 (K % 128 == 0)
       for (int f = 0; f < F; ++f) {
-        if ((b & 3) == 0) prefetch_line(wr[f] + F * (K / 2) + b * 16);
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16));
-        const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
-        const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
-        // per 128-bit lane (one block): evens 0..14, evens 16..30, odds 1..15, odds 17..31
-        const __m256i e0 = _mm256_unpacklo_epi8(zero, lo), e1 = _mm256_unpackhi_epi8(zero, lo);
-        const __m256i o0 = _mm256_unpacklo_epi8(zero, hi), o1 = _mm256_unpackhi_epi8(zero, hi);
-#pragma GCC unroll 2
-        for (int half = 0; half < 2; ++half) {
-          const __m256 w0 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(e0, 1) : _mm256_castsi256_si128(e0));
-          const __m256 w1 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(e1, 1) : _mm256_castsi256_si128(e1));
-          const __m256 w2 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o0, 1) : _mm256_castsi256_si128(o0));
-          const __m256 w3 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o1, 1) : _mm256_castsi256_si128(o1));
-          const int64_t blk = b + half;
-          const float sw = driver_e8m0(sr[f][blk]);
+        uint64_t bytes = 0;
+        __builtin_memcpy(&bytes, sr[f] + g, size_t(nb));
+        const __m256 swv = e8m0x8(bytes);
+        for (int r = 0; r < R; ++r) {
+          const __m128 lo = _mm_set1_ps(sxr[r][g / 4]), hi = _mm_set1_ps(nb == 8 ? sxr[r][g / 4 + 1] : 0.0f);
+          _mm256_store_ps(sv[f][r], _mm256_mul_ps(swv, _mm256_set_m128(hi, lo)));
+        }
+      }
+      for (int j = 0; j < nb; j += 2) {  // two blocks of 32 per 32 bytes
+        const int64_t b = g + j;
 #pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const float* x = xr[r] + blk * 32;
-            __m256 p0 = _mm256_mul_ps(_mm256_loadu_ps(x), w0);
-            __m256 p1 = _mm256_mul_ps(_mm256_loadu_ps(x + 8), w1);
-            p0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w2, p0);
-            p1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w3, p1);
-            tot[f][r] = _mm256_fmadd_ps(_mm256_add_ps(p0, p1), _mm256_set1_ps(sw * sxr[r][blk >> 2]), tot[f][r]);
+        for (int f = 0; f < F; ++f) {
+          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16));
+          const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
+          const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+          // per 128-bit lane (one block): evens 0..14, evens 16..30, odds 1..15, odds 17..31
+          const __m256i e0 = _mm256_unpacklo_epi8(zero, lo), e1 = _mm256_unpackhi_epi8(zero, lo);
+          const __m256i o0 = _mm256_unpacklo_epi8(zero, hi), o1 = _mm256_unpackhi_epi8(zero, hi);
+#pragma GCC unroll 2
+          for (int half = 0; half < 2; ++half) {
+            const __m256 w0 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(e0, 1) : _mm256_castsi256_si128(e0));
+            const __m256 w1 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(e1, 1) : _mm256_castsi256_si128(e1));
+            const __m256 w2 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o0, 1) : _mm256_castsi256_si128(o0));
+            const __m256 w3 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o1, 1) : _mm256_castsi256_si128(o1));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+              const float* x = xr[r] + (b + half) * 32;
+              __m256 p0 = _mm256_mul_ps(_mm256_loadu_ps(x), w0);
+              __m256 p1 = _mm256_mul_ps(_mm256_loadu_ps(x + 8), w1);
+              p0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w2, p0);
+              p1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w3, p1);
+              tot[f][r] = _mm256_fmadd_ps(_mm256_add_ps(p0, p1), _mm256_broadcast_ss(&sv[f][r][j + half]), tot[f][r]);
+            }
           }
         }
       }
@@ -156,8 +210,8 @@ struct Fp4 {
 };
 
 struct Bf16 {
-  static constexpr int kMaxRows = 4;
-  static constexpr int features(int r) { return r == 1 ? 4 : r == 2 ? 2 : 1; }
+  static constexpr int kMaxRows = 2;
+  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols;
@@ -172,7 +226,7 @@ struct Bf16 {
     for (int64_t k = 0; k < K; k += 32) {
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) {
-        prefetch_line(wr[f] + F * K + k);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
         const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + k));
         const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + k + 16));
         const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16));
@@ -210,7 +264,7 @@ struct F32 {
     for (int64_t k = 0; k < K; k += 16) {
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) {
-        prefetch_line(wr[f] + F * K + k);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
         const __m256 w0 = _mm256_loadu_ps(wr[f] + k), w1 = _mm256_loadu_ps(wr[f] + k + 8);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
@@ -232,10 +286,10 @@ GemmKernel avx2_gemm(const WeightView& w) {
   const int64_t K = w.cols;
   switch (w.format) {
     case WeightFormat::FP8:
-      if (K % 128 == 0) {
+      if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
         k.wants_scales = true;
         k.scale_factor = 256.0f;
-        k.rows = drive<Fp8>;
+        k.rows = drive_fp8;
       }
       break;
     case WeightFormat::FP4:

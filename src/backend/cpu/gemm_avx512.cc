@@ -2,9 +2,9 @@
 // here are the tiles: F outputs × R rows sharing each decoded weight vector.
 //
 // FP8: e4m3 → f16 bits (sign-extend to 16 bits, shift left 7, clear bit 14) → vcvtph2ps gives
-//   the value × 2^-8 exactly (f16's exponent bias is 8 more); the 2^8 rides in the activation
-//   multipliers (scale_factor 256). Per 128-block: two 4-deep FMA chains, added, then
-//   tot = fma(partial, s_w·s_x, tot).
+//   the value × 2^-8 exactly (f16's exponent bias is 8 more); the 2^8 and both block scales
+//   are folded into a copy of the activations per 128-row weight tile (exact: powers of two),
+//   so each row is two FMA chains of exact products.
 // FP4: 16 bytes → 16 dwords; vpermps looks up the low nibble (even column) and, after a shift,
 //   the high one (odd column) in a 16-entry f32 table: 4 instructions per 32 weights, with the
 //   activations pair-split so that no interleaving is needed.
@@ -30,56 +30,92 @@ inline __m512 decode_e4m3x16(const uint8_t* p) {
   return _mm512_cvtph_ps(h);
 }
 
+// Rows of the tile's activations with the 128×128 tile's scales folded in: x·s_x·s_w per 128-block
+// (exact: powers of two; the 2^8 of the f16 decoding is in s_x already).
+void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, int64_t r0, int64_t rows, float* dst,
+                    int64_t ld) {
+  const int64_t K = w.cols, KB = K / 128;
+  const uint8_t* sw = w.scale + tile * w.scale_cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in.x + (r0 + r) * in.ldx;
+    const float* sx = in.sx + (r0 + r) * in.ldsx;
+    for (int64_t b = 0; b < KB; ++b) {
+      const __m512 s = _mm512_set1_ps(driver_e8m0(sw[b]) * sx[b]);
+      for (int c = 0; c < 128; c += 16)
+        _mm512_storeu_ps(dst + r * ld + b * 128 + c, _mm512_mul_ps(_mm512_loadu_ps(x + b * 128 + c), s));
+    }
+  }
+}
+
+// Tiles over activations scaled for their weight tile: per (output, row) two FMA chains (even and
+// odd 16-wide chunks) over the whole row, no per-block work.
 struct Fp8 {
   static constexpr int kMaxRows = 4;
-  static constexpr int features(int r) { return r == 1 ? 8 : r == 2 ? 4 : 2; }
+  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
-    const int64_t K = w.cols, KB = K / 128;
+    const int64_t K = w.cols;
     const uint8_t* wr[F];
-    const uint8_t* sr[F];
-    for (int f = 0; f < F; ++f) {
-      wr[f] = w.data + (m + f) * K;
-      sr[f] = w.scale + ((m + f) / 128) * w.scale_cols;
-    }
+    for (int f = 0; f < F; ++f) wr[f] = w.data + (m + f) * K;
     const float* xr[R];
-    const float* sxr[R];
-    for (int r = 0; r < R; ++r) {
-      xr[r] = in.x + (r0 + r) * in.ldx;
-      sxr[r] = in.sx + (r0 + r) * in.ldsx;
-    }
-    __m512 tot[F][R];
+    for (int r = 0; r < R; ++r) xr[r] = in.x + (r0 + r) * in.ldx;
+    __m512 a0[F][R], a1[F][R];
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < KB; ++b) {
+      for (int r = 0; r < R; ++r) a0[f][r] = a1[f][r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 64) {
 #pragma GCC unroll 8
       for (int f = 0; f < F; ++f) {
-        const uint8_t* p = wr[f] + b * 128;
-        prefetch_line(p + F * K);
-        prefetch_line(p + F * K + 64);
-        __m512 wv[8];
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) wv[c] = decode_e4m3x16(p + 16 * c);
-        const float sw = driver_e8m0(sr[f][b]);
+        const uint8_t* p = wr[f] + k;
+        prefetch_line(p + kPrefetchTiles * F * K);
+        __m512 wv[4];
+        for (int c = 0; c < 4; ++c) wv[c] = decode_e4m3x16(p + 16 * c);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const float* x = xr[r] + b * 128;
-          __m512 a0 = _mm512_mul_ps(_mm512_loadu_ps(x), wv[0]);
-          __m512 a1 = _mm512_mul_ps(_mm512_loadu_ps(x + 16), wv[1]);
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), wv[2], a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), wv[3], a1);
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 64), wv[4], a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 80), wv[5], a1);
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 96), wv[6], a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 112), wv[7], a1);
-          tot[f][r] = _mm512_fmadd_ps(_mm512_add_ps(a0, a1), _mm512_set1_ps(sw * sxr[r][b]), tot[f][r]);
+          const float* x = xr[r] + k;
+          a0[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(x), wv[0], a0[f][r]);
+          a1[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), wv[1], a1[f][r]);
+          a0[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), wv[2], a0[f][r]);
+          a1[f][r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), wv[3], a1[f][r]);
         }
       }
     }
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(a0[f][r], a1[f][r]));
   }
 };
+
+// The FP8 loop nest: as drive() (gemm_driver.h), plus the activations of each row block scaled
+// for each 128-row weight tile the outputs reach (1/128 of the product's work).
+void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
+               bool round) {
+  constexpr int64_t kBufferElems = int64_t(32) << 10;  // 128 KB of f32
+  alignas(64) float buffer[kBufferElems];
+  const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
+  int64_t row_block = kBufferElems / ld / 4 * 4;
+  if (row_block < 2) row_block = 2;  // K ≤ 8192: the buffer holds 2 rows
+  for (int64_t rb = 0; rb < in.n; rb += row_block) {
+    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
+    const PreparedInput tin{buffer, nullptr, nullptr, rows, K, ld, 0};
+    int64_t tile = -1;
+    for (int64_t mg = m0; mg < m1;) {
+      int64_t mg_end = mg + 8 < m1 ? mg + 8 : m1;
+      if (mg_end > (mg / 128 + 1) * 128) mg_end = (mg / 128 + 1) * 128;  // groups stay within a tile
+      if (mg / 128 != tile) {
+        tile = mg / 128;
+        scale_for_tile(in, w, tile, rb, rows, buffer, ld);
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        const int64_t n = rows - r0 < 4 ? rows - r0 : 4;
+        float* yb = y + rb * ldy;
+        if (n == 1) drive_group<Fp8, 1>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 2) drive_group<Fp8, 2>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 3) drive_group<Fp8, 3>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else drive_group<Fp8, 4>(tin, w, mg, mg_end, r0, yb, ldy, round);
+      }
+      mg = mg_end;
+    }
+  }
+}
 
 // 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
 inline __m512 e8m0x16(__m128i bytes) {
@@ -130,7 +166,7 @@ struct Fp4 {
         const int64_t b = g + j;
 #pragma GCC unroll 8
         for (int f = 0; f < F; ++f) {
-          if ((b & 3) == 0) prefetch_line(wr[f] + F * (K / 2) + b * 16);
+          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
           const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[f] + b * 16)));
           const __m512 we = _mm512_permutexvar_ps(d, table);
           const __m512 wo = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
@@ -166,7 +202,7 @@ struct Bf16 {
     for (int64_t k = 0; k < K; k += 32) {
 #pragma GCC unroll 8
       for (int f = 0; f < F; ++f) {
-        prefetch_line(wr[f] + F * K + k);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
         const __m512i v = _mm512_loadu_si512(wr[f] + k);
         const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
         const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, odd_mask));
@@ -198,8 +234,8 @@ struct F32 {
     for (int64_t k = 0; k < K; k += 32) {
 #pragma GCC unroll 8
       for (int f = 0; f < F; ++f) {
-        prefetch_line(wr[f] + F * K + k);
-        prefetch_line(wr[f] + F * K + k + 16);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k + 16);
         const __m512 w0 = _mm512_loadu_ps(wr[f] + k), w1 = _mm512_loadu_ps(wr[f] + k + 16);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
@@ -221,10 +257,10 @@ GemmKernel avx512_gemm(const WeightView& w) {
   const int64_t K = w.cols;
   switch (w.format) {
     case WeightFormat::FP8:
-      if (K % 128 == 0) {
+      if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
         k.wants_scales = true;
         k.scale_factor = 256.0f;
-        k.rows = drive<Fp8>;
+        k.rows = drive_fp8;
       }
       break;
     case WeightFormat::FP4:

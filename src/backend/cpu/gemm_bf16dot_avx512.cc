@@ -1,0 +1,303 @@
+// AVX-512 kernels for CPUs with BF16 dot products (vdpbf16ps) and VBMI byte permutes (Zen 4,
+// Sapphire Rapids): weights are decoded to bf16 by table lookups and multiplied with
+// activations in bf16, two products per fp32 lane and instruction. Every FP8/FP4 weight and
+// every quantized or bf16 activation is exact in bf16, and each product is exact in fp32, so
+// this computes the same sums as the FMA kernels, in a different fixed order (vdpbf16ps treats
+// subnormal bf16 inputs as zero; none occur in these weights or activations).
+//
+// FP8: 64 codes per vpermi2b pair: one lookup gives each magnitude's bf16 high byte (then the
+//   sign bit is OR-ed in), one the low byte; unpacking the two within 128-bit lanes makes 64
+//   bf16 words, so activations come in the Bf16Unpack64 order. Both block scales are folded
+//   into a copy of the activations per 128-row weight tile (exact: powers of two), so each row
+//   is two vdpbf16ps chains of exact products — the reference's block sums scaled and added,
+//   in another order — with no per-block work: a verification pass of 4 rows stays near the
+//   cost of one.
+// FP4: 32 bytes widen to 32 words; vpermw on the low nibble (the table is repeated, so the high
+//   nibble's low bit does not matter) gives the even columns, on the shifted word the odd ones
+//   (activations Bf16PairSplit64). The lanes of one 64-column step hold two 32-wide blocks
+//   (lanes 0-7 and 8-15), scaled by a vector of two block scales.
+// BF16: the weights are the bf16 operands as stored.
+#pragma GCC target("avx512bf16,avx512vbmi")
+#include <immintrin.h>
+
+#include "backend/cpu/gemm.h"
+
+// GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace dsv4::cpu {
+
+namespace {
+
+#include "backend/cpu/gemm_driver.h"
+
+inline __m512 dot(__m512 acc, __m512i x, __m512i w) { return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w); }
+
+// bf16 encoding of e4m3 magnitude code c (exact: 3 mantissa bits; subnormal codes normalized).
+constexpr uint16_t e4m3_bf16(int c) {
+  const int e = c >> 3, m = c & 7;
+  if (e > 0) return uint16_t(((e + 120) << 7) | (m << 4));
+  if (m == 0) return 0;
+  int exp = 118, mant = m;  // m · 2^-9
+  while (mant < 8) {
+    mant <<= 1;
+    --exp;
+  }
+  exp += 3;  // mant in [8, 16): value = mant/8 · 2^(exp-127)
+  return uint16_t((exp << 7) | ((mant & 7) << 4));
+}
+
+struct Fp8Tables {
+  alignas(64) uint8_t hi[128], lo[128];
+  constexpr Fp8Tables() : hi(), lo() {
+    for (int c = 0; c < 128; ++c) {
+      hi[c] = uint8_t(e4m3_bf16(c) >> 8);
+      lo[c] = uint8_t(e4m3_bf16(c) & 0xFF);
+    }
+  }
+};
+constexpr Fp8Tables kFp8Tables;
+
+// Rows of the tile's activations with the 128×128 tile's scales folded in: x·s_x·s_w per
+// 128-block, still exact in bf16 (a power of two times a value with ≤ 8 significant bits), so
+// each product the tile forms is the exact product of the dequantized weight and activation.
+void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, int64_t r0, int64_t rows,
+                    uint16_t* dst, int64_t ld) {
+  const int64_t K = w.cols, KB = K / 128;
+  const uint8_t* sw = w.scale + tile * w.scale_cols;
+  const __m512i odd = _mm512_set1_epi32(int32_t(0xFFFF0000u));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* x = in.xb + (r0 + r) * in.ldx;
+    const float* sx = in.sx + (r0 + r) * in.ldsx;
+    uint16_t* d = dst + r * ld;
+    for (int64_t b = 0; b < KB; ++b) {
+      const __m512 s = _mm512_set1_ps(driver_e8m0(sw[b]) * sx[b]);
+      for (int c = 0; c < 128; c += 32) {
+        const __m512i v = _mm512_loadu_si512(x + b * 128 + c);
+        const __m512 e = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), s);
+        const __m512 o = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(v, odd)), s);
+        _mm512_storeu_si512(d + b * 128 + c, _mm512_or_si512(_mm512_srli_epi32(_mm512_castps_si512(e), 16),
+                                                             _mm512_and_si512(_mm512_castps_si512(o), odd)));
+      }
+    }
+  }
+}
+
+// Tiles over activations already scaled for their 128-row weight tile (scale_for_tile): per
+// (output, row) one vdpbf16ps chain over the whole row, no per-block scaling. Each block's
+// activations are loaded once for all the tile's outputs.
+struct Fp8 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols, KB = K / 128;
+    const __m512i hi0 = _mm512_load_si512(kFp8Tables.hi), hi1 = _mm512_load_si512(kFp8Tables.hi + 64);
+    const __m512i lo0 = _mm512_load_si512(kFp8Tables.lo), lo1 = _mm512_load_si512(kFp8Tables.lo + 64);
+    const uint8_t* wr[F];
+    for (int f = 0; f < F; ++f) wr[f] = w.data + (m + f) * K;
+    const uint16_t* xr[R];
+    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
+    __m512 acc[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) acc[f][r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < KB; ++b) {
+      __m512i xv[R][4];
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_si512(xr[r] + b * 128 + 32 * c);
+#pragma GCC unroll 8
+      for (int f = 0; f < F; ++f) {
+        const uint8_t* p = wr[f] + b * 128;
+        prefetch_line(p + kPrefetchTiles * F * K);
+        prefetch_line(p + kPrefetchTiles * F * K + 64);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m512i idx = _mm512_loadu_si512(p + 64 * h);
+          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, idx, hi1), idx,
+                                                       _mm512_set1_epi8(int8_t(0x80)), 0xF8);
+          const __m512i lo = _mm512_permutex2var_epi8(lo0, idx, lo1);
+          const __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            acc[f][r] = dot(acc[f][r], xv[r][2 * h], w0);
+            acc[f][r] = dot(acc[f][r], xv[r][2 * h + 1], w1);
+          }
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(acc[f][r]);
+  }
+};
+
+// The FP8 loop nest: as drive() (gemm_driver.h), plus the activations of each row block scaled
+// for each 128-row weight tile the outputs reach (1/128 of the product's work).
+void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
+               bool round) {
+  constexpr int64_t kBufferElems = int64_t(64) << 10;  // 128 KB of bf16
+  alignas(64) uint16_t buffer[kBufferElems];
+  const int64_t K = w.cols, ld = K + 64;  // rows padded by 128 bytes (see ActivationBuffer)
+  int64_t row_block = kBufferElems / ld / 4 * 4;
+  if (row_block < 4) row_block = 4;  // K ≤ 8192: the buffer holds 4 rows
+  for (int64_t rb = 0; rb < in.n; rb += row_block) {
+    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
+    const PreparedInput tin{nullptr, buffer, nullptr, rows, K, ld, 0};
+    int64_t tile = -1;
+    for (int64_t mg = m0; mg < m1;) {
+      int64_t mg_end = mg + 8 < m1 ? mg + 8 : m1;
+      if (mg_end > (mg / 128 + 1) * 128) mg_end = (mg / 128 + 1) * 128;  // groups stay within a tile
+      if (mg / 128 != tile) {
+        tile = mg / 128;
+        scale_for_tile(in, w, tile, rb, rows, buffer, ld);
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        const int64_t n = rows - r0 < 4 ? rows - r0 : 4;
+        float* yb = y + rb * ldy;
+        if (n == 1) drive_group<Fp8, 1>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 2) drive_group<Fp8, 2>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 3) drive_group<Fp8, 3>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else drive_group<Fp8, 4>(tin, w, mg, mg_end, r0, yb, ldy, round);
+      }
+      mg = mg_end;
+    }
+  }
+}
+
+// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i d = _mm512_cvtepu8_epi32(bytes);
+  __m512i v = _mm512_slli_epi32(d, 23);
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
+  return _mm512_castsi512_ps(v);
+}
+
+struct Fp4 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols, blocks = K / 32;
+    // bf16 of 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives, twice (vpermw reads 5 index bits).
+    const __m512i table = _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, 0xBF008000,
+                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080),
+                                            0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
+                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080));
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const uint8_t* wr[F];
+    const uint8_t* sr[F];
+    for (int f = 0; f < F; ++f) {
+      wr[f] = w.data + (m + f) * (K / 2);
+      sr[f] = w.scale + (m + f) * w.scale_cols;
+    }
+    const uint16_t* xr[R];
+    const float* sxr[R];
+    for (int r = 0; r < R; ++r) {
+      xr[r] = in.xb + (r0 + r) * in.ldx;
+      sxr[r] = in.sx + (r0 + r) * in.ldsx;
+    }
+    __m512 tot[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
+    alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
+    for (int64_t g = 0; g < blocks; g += 16) {
+      const int nb = blocks - g < 16 ? int(blocks - g) : 16;  // even: K % 128 == 0
+      const __mmask16 bmask = __mmask16((1u << nb) - 1);
+      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
+      for (int f = 0; f < F; ++f) {
+        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
+        for (int r = 0; r < R; ++r) {
+          const __m512 sxv =
+              _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
+          _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
+        }
+      }
+      for (int j = 0; j < nb; j += 2) {  // two blocks (64 columns, 32 bytes) per step
+        const int64_t b = g + j;
+        const __m512i pair = _mm512_or_si512(_mm512_set1_epi32(j),
+                                             _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+#pragma GCC unroll 8
+        for (int f = 0; f < F; ++f) {
+          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
+          const __m512i codes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16)));
+          const __m512i we = _mm512_permutexvar_epi16(codes, table);
+          const __m512i wo = _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4), table);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const uint16_t* x = xr[r] + b * 32;
+            const __m512 blk = dot(dot(_mm512_setzero_ps(), _mm512_loadu_si512(x), we), _mm512_loadu_si512(x + 32), wo);
+            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_permutexvar_ps(pair, _mm512_load_ps(sv[f][r])), tot[f][r]);
+          }
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
+  }
+};
+
+struct Bf16 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols;
+    const uint16_t* wr[F];
+    for (int f = 0; f < F; ++f) wr[f] = reinterpret_cast<const uint16_t*>(w.data) + (m + f) * K;
+    const uint16_t* xr[R];
+    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
+    __m512 a0[F][R], a1[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) a0[f][r] = a1[f][r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 64) {
+#pragma GCC unroll 8
+      for (int f = 0; f < F; ++f) {
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
+        prefetch_line(wr[f] + kPrefetchTiles * F * K + k + 32);
+        const __m512i w0 = _mm512_loadu_si512(wr[f] + k), w1 = _mm512_loadu_si512(wr[f] + k + 32);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          a0[f][r] = dot(a0[f][r], _mm512_loadu_si512(xr[r] + k), w0);
+          a1[f][r] = dot(a1[f][r], _mm512_loadu_si512(xr[r] + k + 32), w1);
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(a0[f][r], a1[f][r]));
+  }
+};
+
+}  // namespace
+
+GemmKernel avx512bf16_gemm(const WeightView& w) {
+  GemmKernel k;
+  k.isa = CpuIsa::Avx512Bf16;
+  const int64_t K = w.cols;
+  switch (w.format) {
+    case WeightFormat::FP8:
+      if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
+        k.layout = Layout::Bf16Unpack64;
+        k.wants_scales = true;
+        k.rows = drive_fp8;
+      }
+      break;
+    case WeightFormat::FP4:
+      if (K % 128 == 0 && w.scale_cols == K / 32) {
+        k.layout = Layout::Bf16PairSplit64;
+        k.wants_scales = true;
+        k.rows = drive<Fp4>;
+      }
+      break;
+    case WeightFormat::BF16:
+      if (K % 64 == 0) {
+        k.layout = Layout::Bf16Natural;
+        k.rows = drive<Bf16>;
+      }
+      break;
+    default: break;  // F32: the AVX-512 FMA kernel
+  }
+  return k;
+}
+
+}  // namespace dsv4::cpu
