@@ -2,7 +2,8 @@
 // one layer's forward, on a checkpoint, for profilers: prefill a context, then loop. With
 // DSV4_PROFILE_OPS=1 the backend prints its per-op times of the loop at exit.
 //
-//   decode_profile MODEL [--context N] [--steps N] [--threads N] [--draft | --layer L [--rows N]]
+//   decode_profile MODEL [--context N] [--steps N] [--threads N] [--draft | --layer L [--rows N] [--same]]
+//   (--same: the rows are copies of one token's row, so all select the same experts)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +25,12 @@ int main(int argc, char** argv) {
   }
   int64_t context = 200, steps = 50;
   int threads = 0;
-  bool draft = false;
+  bool draft = false, same = false;
   int64_t layer = -1, rows = 1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--draft") draft = true;
+    else if (a == "--same") same = true;
     else if (i + 1 < argc && a == "--context") context = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--steps") steps = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--threads") threads = std::atoi(argv[++i]);
@@ -46,10 +48,16 @@ int main(int argc, char** argv) {
     Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + at, size_t(std::min<int64_t>(256, context - at))), false};
     model.forward(std::span(&r, 1), out);
   }
+  if (same) std::fill(tokens.begin() + context, tokens.end(), tokens[size_t(context)]);
   const std::span<const int32_t> next(tokens.data() + context, size_t(rows));
   std::vector<std::vector<float>> inputs;
   Workspace ws(*engine->backend);
-  if (layer >= 0) inputs = bench::capture_block_inputs(model, *seq, next);
+  if (layer >= 0) inputs = bench::capture_block_inputs(model, *seq, same ? next.first(1) : next);
+  if (same)
+    for (auto& in : inputs) {
+      const std::vector<float> row(in);
+      for (int64_t r = 1; r < rows; ++r) in.insert(in.end(), row.begin(), row.end());
+    }
   const int64_t width = out.hidden_width;
   std::vector<float> last(out.hidden.end() - width, out.hidden.end());
   auto mtp_seq = engine->mtp ? engine->mtp->new_sequence() : nullptr;

@@ -121,6 +121,8 @@ int run_bench(const BenchArgs& a) {
       j["verify_ms"][k.name][std::to_string(n)] = f.ms;
       j["verify_experts"][k.name][std::to_string(n)] = k.experts.at(n);
     }
+    if (k.same_rows > 1)
+      j["verify_ratio_same_experts"][k.name][std::to_string(k.same_rows)] = k.extend_same.time_ratio(k.decode);
   }
   j["decode_step"]["head"] = step_json(r.head.at(1), bw);
   j["decode_step"]["checkpoint"] = step_json(r.decode_step, bw);
@@ -171,10 +173,13 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("\n  verification: extend of n tokens / one decode step (distinct routed experts)\n  %-12s", "kind");
   for (auto& [n, f] : r.kinds[0].extend) std::printf("   n=%-8lld", (long long)n);
+  const int64_t same_rows = r.kinds[0].same_rows;
+  if (same_rows > 1) std::printf("  n=%lld, the decode row's experts", (long long)same_rows);
   std::printf("\n");
   for (const bench::LayerKind& k : r.kinds) {
     std::printf("  %-12s", k.name.c_str());
     for (auto& [n, f] : k.extend) std::printf("  %5.2f (%3lld)", f.time_ratio(k.decode), (long long)k.experts.at(n));
+    if (k.same_rows > 1) std::printf("  %5.2f (%3lld)", k.extend_same.time_ratio(k.decode), (long long)k.experts.at(1));
     std::printf("\n");
   }
   std::printf("  %-12s", "head");

@@ -98,6 +98,13 @@ std::vector<std::vector<float>> capture_block_inputs(Transformer& model, Sequenc
   return capture_target(model, seq, tokens).block_in;
 }
 
+std::vector<float> repeat_rows(const std::vector<float>& row, int64_t n) {
+  std::vector<float> out;
+  out.reserve(row.size() * size_t(n));
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), row.begin(), row.end());
+  return out;
+}
+
 void run_block(const Block& block, Backend& be, Workspace& ws, SequenceCache& seq, std::span<const int32_t> tokens,
                int64_t pos0, const std::vector<float>& x, int64_t hc, int64_t D) {
   ws.reset();
@@ -225,6 +232,16 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
                                    hc, D);
                        }});
     }
+    const std::vector<float> same_in = repeat_rows(captures[1].block_in[l], o.same_rows);
+    const std::vector<int32_t> same_tokens(size_t(o.same_rows), all[size_t(ctx)]);
+    if (o.same_rows > 1) {
+      k.same_rows = o.same_rows;
+      k.extend_same.weight_bytes = k.decode.weight_bytes;
+      k.extend_same.cache_bytes = o.same_rows * cache;
+      steps.push_back({&k.extend_same, [&] {
+                         run_block(blocks[l], be, ws, *seq, same_tokens, ctx, same_in, hc, D);
+                       }});
+    }
     time_steps(steps);
     say(std::string("layer ") + std::to_string(l) + " (" + k.name + "): " + std::to_string(k.decode.ms) + " ms");
     res.kinds.push_back(std::move(k));
@@ -314,6 +331,16 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     mtp_steps.push_back({&f, [&, n = n] {
                            run_block(mtp.block(), be, ws, *mtp_seq, mtp_tokens[n], ctx - 1, mtp_captures[n].block_in[0],
                                      hc, D);
+                         }});
+  }
+  const std::vector<float> mtp_same_in = repeat_rows(mtp_captures[1].block_in[0], o.same_rows);
+  const std::vector<int32_t> mtp_same_tokens(size_t(o.same_rows), all[size_t(ctx)]);
+  if (o.same_rows > 1) {
+    mk.same_rows = o.same_rows;
+    mk.extend_same.weight_bytes = mk.decode.weight_bytes;
+    mk.extend_same.cache_bytes = o.same_rows * mtp_cache;
+    mtp_steps.push_back({&mk.extend_same, [&] {
+                           run_block(mtp.block(), be, ws, *mtp_seq, mtp_same_tokens, ctx - 1, mtp_same_in, hc, D);
                          }});
   }
   time_steps(mtp_steps);

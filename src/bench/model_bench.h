@@ -39,6 +39,11 @@ struct LayerKind {
   StepFigures decode;          // one token
   std::map<int64_t, StepFigures> extend;  // rows → one pass over that many tokens
   std::map<int64_t, int64_t> experts;     // rows → distinct routed experts selected
+  // One pass over `same_rows` copies of the decode row (its input and token): every row selects
+  // the decode row's experts, so the pass reads the decode step's bytes. Its cost over one
+  // decode step is what a verification costs apart from the extra experts other tokens route to.
+  StepFigures extend_same;
+  int64_t same_rows = 0;
 };
 
 struct ModelBenchOptions {
@@ -47,6 +52,7 @@ struct ModelBenchOptions {
   int64_t prefill_chunk = 256;
   int64_t mtp_vocab = 32768;
   std::vector<int64_t> extend_rows = {2, 3, 4, 5, 8};
+  int64_t same_rows = 4;  // LayerKind::extend_same (0: not measured)
   uint64_t seed = 1;
   std::function<void(const std::string&)> progress;  // may be empty
   std::function<double()> bandwidth;                  // one bandwidth sample (GB/s) before each repetition; may be empty

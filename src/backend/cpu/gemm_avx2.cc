@@ -53,13 +53,17 @@ void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, 
 }
 
 // Tiles over activations scaled for their weight tile: per (output, row) two FMA chains (even and
-// odd 8-wide chunks) over the whole row, no per-block work. A quarter block's activations (32)
-// are loaded once for all the tile's outputs.
+// odd 8-wide chunks) over the whole row, no per-block work. Up to four rows share one decoded
+// weight vector (a verification pass of 4 tokens decodes each weight once); the tile runs over
+// one chunk of K at a time, its chains kept in `acc` between chunks, so that the chunk's
+// activations (R × 4 KB) stay in L1 while the group's outputs pass over them. The chains see the
+// same products in the same order whatever F, R and the chunking: batch-invariant.
 struct Fp8 {
-  static constexpr int kMaxRows = 2;
-  static constexpr int features(int r) { return r == 1 ? 4 : 2; }
+  static constexpr int64_t kChunk = 1024;
+  static constexpr int features(int r) { return r == 1 ? 4 : r == 2 ? 2 : 1; }
   template <int F, int R>
-  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, int64_t k0, int64_t k1,
+                   __m256 (*acc)[4][2]) {
     const int64_t K = w.cols;
     const uint8_t* wr[F];
     for (int f = 0; f < F; ++f) wr[f] = w.data + (m + f) * K;
@@ -67,43 +71,65 @@ struct Fp8 {
     for (int r = 0; r < R; ++r) xr[r] = in.x + (r0 + r) * in.ldx;
     __m256 a0[F][R], a1[F][R];
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) a0[f][r] = a1[f][r] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < K; k += 32) {  // quarter blocks
-      __m256 xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm256_loadu_ps(xr[r] + k + 8 * c);
+      for (int r = 0; r < R; ++r) a0[f][r] = acc[f][r][0], a1[f][r] = acc[f][r][1];
+    for (int64_t k = k0; k < k1; k += 32) {  // quarter blocks
 #pragma GCC unroll 4
       for (int f = 0; f < F; ++f) {
         const uint8_t* p = wr[f] + k;
-        if ((k & 63) == 0) prefetch_line(p + kPrefetchTiles * F * K);
+        if ((k & 63) == 0) prefetch_line(p + 8 * K);  // the next group's rows (see fp8_group)
         const __m256i h0 = e4m3_to_f16x16(p), h1 = e4m3_to_f16x16(p + 16);
         const __m256 w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h0));
         const __m256 w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1));
         const __m256 w2 = _mm256_cvtph_ps(_mm256_castsi256_si128(h1));
         const __m256 w3 = _mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1));
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          a0[f][r] = _mm256_fmadd_ps(xv[r][0], w0, a0[f][r]);
-          a1[f][r] = _mm256_fmadd_ps(xv[r][1], w1, a1[f][r]);
-          a0[f][r] = _mm256_fmadd_ps(xv[r][2], w2, a0[f][r]);
-          a1[f][r] = _mm256_fmadd_ps(xv[r][3], w3, a1[f][r]);
+        for (int r = 0; r < R; ++r) {  // (activations straight from L1: FMAs with a memory operand)
+          const float* x = xr[r] + k;
+          a0[f][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0, a0[f][r]);
+          a1[f][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), w1, a1[f][r]);
+          a0[f][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w2, a0[f][r]);
+          a1[f][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w3, a1[f][r]);
         }
       }
     }
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = hsum(_mm256_add_ps(a0[f][r], a1[f][r]));
+      for (int r = 0; r < R; ++r) acc[f][r][0] = a0[f][r], acc[f][r][1] = a1[f][r];
   }
 };
 
+// One group of ≤ 8 outputs × R rows: K chunk by chunk, each chunk over all the group's outputs.
+// The weights of the next group are prefetched a whole group ahead, into L2.
+template <int R>
+void fp8_group(const PreparedInput& in, const WeightView& w, int64_t m, int64_t m_end, int64_t r0, float* y,
+               int64_t ldy, bool round) {
+  constexpr int F = Fp8::features(R);
+  const int64_t K = w.cols, n = m_end - m;
+  __m256 acc[8][4][2];
+  for (int64_t i = 0; i < n; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r][0] = acc[i][r][1] = _mm256_setzero_ps();
+  for (int64_t k0 = 0; k0 < K; k0 += Fp8::kChunk) {
+    const int64_t k1 = k0 + Fp8::kChunk < K ? k0 + Fp8::kChunk : K;
+    int64_t i = 0;
+    for (; i + F <= n; i += F) Fp8::tile<F, R>(in, w, m + i, r0, k0, k1, acc + i);
+    for (; i < n; ++i) Fp8::tile<1, R>(in, w, m + i, r0, k0, k1, acc + i);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int r = 0; r < R; ++r) {
+      const float v = hsum(_mm256_add_ps(acc[i][r][0], acc[i][r][1]));
+      y[(r0 + r) * ldy + m + i] = round ? driver_round_bf16(v) : v;
+    }
+}
+
 // The FP8 loop nest: as drive() (gemm_driver.h), plus the activations of each row block scaled
-// for each 128-row weight tile the outputs reach (1/128 of the product's work).
+// for each 128-row weight tile the outputs reach (1/128 of the product's work), and groups run
+// by fp8_group.
 void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
                bool round) {
-  constexpr int64_t kBufferElems = int64_t(32) << 10;  // 128 KB of f32
+  constexpr int64_t kBufferElems = int64_t(33) << 10;  // 132 KB of f32
   alignas(64) float buffer[kBufferElems];
   const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
-  int64_t row_block = kBufferElems / ld / 2 * 2;
-  if (row_block < 2) row_block = 2;  // K ≤ 8192: the buffer holds 2 rows
+  int64_t row_block = kBufferElems / ld / 4 * 4;
+  if (row_block < 4) row_block = 4;  // K ≤ 8192: the buffer holds 4 rows
   for (int64_t rb = 0; rb < in.n; rb += row_block) {
     const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
     const PreparedInput tin{buffer, nullptr, nullptr, rows, K, ld, 0};
@@ -115,9 +141,13 @@ void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t
         tile = mg / 128;
         scale_for_tile(in, w, tile, rb, rows, buffer, ld);
       }
-      for (int64_t r0 = 0; r0 < rows; r0 += 2) {
-        if (rows - r0 == 1) drive_group<Fp8, 1>(tin, w, mg, mg_end, r0, y + rb * ldy, ldy, round);
-        else drive_group<Fp8, 2>(tin, w, mg, mg_end, r0, y + rb * ldy, ldy, round);
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        const int64_t n = rows - r0 < 4 ? rows - r0 : 4;
+        float* yb = y + rb * ldy;
+        if (n == 1) fp8_group<1>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 2) fp8_group<2>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else if (n == 3) fp8_group<3>(tin, w, mg, mg_end, r0, yb, ldy, round);
+        else fp8_group<4>(tin, w, mg, mg_end, r0, yb, ldy, round);
       }
       mg = mg_end;
     }

@@ -1,0 +1,59 @@
+// `dsv4 bench --json` on the tiny checkpoint: every figure the report promises is there and
+// consistent (a smoke test of the plumbing; the figures themselves are measured at real
+// dimensions, outside the tests).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace dsv4 {
+namespace {
+
+void expect_step(const nlohmann::json& s, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_TRUE(s.is_object());
+  EXPECT_GT(s.at("ms").get<double>(), 0.0);
+  EXPECT_GT(s.at("weight_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(s.at("bytes").get<int64_t>(), s.at("weight_bytes").get<int64_t>() + s.at("cache_bytes").get<int64_t>());
+  const double gbs = s.at("bytes").get<double>() / (s.at("ms").get<double>() * 1e-3) / 1e9;
+  EXPECT_NEAR(s.at("gbs").get<double>(), gbs, 1e-6 * gbs);
+  EXPECT_GT(s.at("fraction_of_bandwidth").get<double>(), 0.0);
+}
+
+TEST(BenchCommand, JsonHasEveryFigure) {
+  auto r = test::run_cli("bench --model " + test::tiny_a_dir().string() +
+                         " --context 80 --reps 2 --e2e-tokens 4 --e2e-prompt 8 --bandwidth-gib 0.0625 --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_GT(j.at("mem_bandwidth_gbs").get<double>(), 0.0);
+  expect_step(j.at("draft_step"), "draft_step");
+  EXPECT_FALSE(j.contains("draft_step_vocab32k"));  // tiny-a's vocabulary is under 32768 rows
+  for (const char* kind : {"window", "csa", "hca", "mtp_block", "head", "checkpoint"})
+    expect_step(j.at("decode_step").at(kind), std::string("decode_step.") + kind);
+  for (const char* kind : {"window", "csa", "hca", "mtp_block", "head"})
+    for (const char* n : {"2", "3", "4", "8"}) EXPECT_GT(j.at("verify_ratio").at(kind).at(n).get<double>(), 0.0);
+  for (const char* kind : {"window", "csa", "hca", "mtp_block"})
+    EXPECT_GT(j.at("verify_ratio_same_experts").at(kind).at("4").get<double>(), 0.0);
+  // 43 layers of the V4-Flash pattern, 4 acceptance rates × 4 draft lengths.
+  const auto& sm = j.at("speedup_model");
+  int64_t layers = 0;
+  for (auto& [ratio, count] : sm.at("layers").items()) layers += count.get<int64_t>();
+  EXPECT_EQ(layers, 43);
+  EXPECT_EQ(sm.at("points").size(), 16u);
+  const auto& runs = j.at("end_to_end").at("runs");
+  ASSERT_EQ(runs.size(), 4u);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    EXPECT_EQ(runs[k].at("k").get<int>(), int(k));
+    EXPECT_GT(runs[k].at("tokens_per_s").get<double>(), 0.0);
+  }
+}
+
+TEST(BenchCommand, RejectsAContextWithinTheWindow) {
+  auto r = test::run_cli("bench --model " + test::tiny_a_dir().string() + " --context 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("context"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace dsv4
