@@ -93,28 +93,15 @@ void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t
   const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
   int64_t row_block = kBufferElems / ld / 4 * 4;
   if (row_block < 2) row_block = 2;  // K ≤ 8192: the buffer holds 2 rows
-  for (int64_t rb = 0; rb < in.n; rb += row_block) {
-    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
-    const PreparedInput tin{buffer, nullptr, nullptr, rows, K, ld, 0};
-    int64_t tile = -1;
-    for (int64_t mg = m0; mg < m1;) {
-      int64_t mg_end = mg + 8 < m1 ? mg + 8 : m1;
-      if (mg_end > (mg / 128 + 1) * 128) mg_end = (mg / 128 + 1) * 128;  // groups stay within a tile
-      if (mg / 128 != tile) {
-        tile = mg / 128;
-        scale_for_tile(in, w, tile, rb, rows, buffer, ld);
-      }
-      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
-        const int64_t n = rows - r0 < 4 ? rows - r0 : 4;
-        float* yb = y + rb * ldy;
-        if (n == 1) drive_group<Fp8, 1>(tin, w, mg, mg_end, r0, yb, ldy, round);
-        else if (n == 2) drive_group<Fp8, 2>(tin, w, mg, mg_end, r0, yb, ldy, round);
-        else if (n == 3) drive_group<Fp8, 3>(tin, w, mg, mg_end, r0, yb, ldy, round);
-        else drive_group<Fp8, 4>(tin, w, mg, mg_end, r0, yb, ldy, round);
-      }
-      mg = mg_end;
-    }
-  }
+  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, buffer, ld); };
+  drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
+    const PreparedInput tin{buffer, nullptr, nullptr, r0 + n, K, ld, 0};
+    float* yb = y + rb * ldy;
+    if (n == 1) drive_group<Fp8, 1>(tin, w, m, m_end, r0, yb, ldy, round);
+    else if (n == 2) drive_group<Fp8, 2>(tin, w, m, m_end, r0, yb, ldy, round);
+    else if (n == 3) drive_group<Fp8, 3>(tin, w, m, m_end, r0, yb, ldy, round);
+    else drive_group<Fp8, 4>(tin, w, m, m_end, r0, yb, ldy, round);
+  });
 }
 
 // 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.

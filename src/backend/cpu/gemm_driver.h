@@ -13,8 +13,8 @@
 // Loops: rows in blocks whose activations stay in the L2 cache; outputs in groups of 8
 // whose weights stay in L1/L2 while the block's rows pass over them in tiles of ≤ kMaxRows.
 // Weights are thus read from memory once per row block (once for any decode or verify step).
-// (The FP8 kernels have their own nest, drive_fp8, that also rescales the activations per
-// 128-row weight tile; it reuses drive_group.)
+// (The FP8 kernels use drive_fp8_nest, that also rescales the activations per 128-row
+// weight tile.)
 
 inline float driver_round_bf16(float f) {
   uint32_t u;
@@ -83,6 +83,28 @@ void drive(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1,
         else if (rows == 3) drive_group<Kern, 3>(in, w, mg, mg_end, r0, y, ldy, round);
         else drive_group<Kern, 4>(in, w, mg, mg_end, r0, y, ldy, round);
       }
+    }
+  }
+}
+
+// The FP8 loop nest: as drive(), plus the activations of each block of `row_block` rows
+// rescaled for each 128-row weight tile the outputs reach (1/128 of the product's work):
+// rescale(tile, rb, rows) fills the kernel's buffer; run(rb, r0, n, m, m_end) computes outputs
+// [m, m_end) of the block's rows r0 .. r0+n-1 (n ≤ 4) from it. Groups stay within a tile.
+template <class Rescale, class Run>
+void drive_fp8_nest(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row_block, Rescale rescale, Run run) {
+  for (int64_t rb = 0; rb < in.n; rb += row_block) {
+    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
+    int64_t tile = -1;
+    for (int64_t mg = m0; mg < m1;) {
+      int64_t mg_end = mg + 8 < m1 ? mg + 8 : m1;
+      if (mg_end > (mg / 128 + 1) * 128) mg_end = (mg / 128 + 1) * 128;
+      if (mg / 128 != tile) {
+        tile = mg / 128;
+        rescale(tile, rb, rows);
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) run(rb, r0, rows - r0 < 4 ? rows - r0 : 4, mg, mg_end);
+      mg = mg_end;
     }
   }
 }
