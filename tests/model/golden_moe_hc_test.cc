@@ -201,24 +201,7 @@ TEST_P(GoldenRope, FrequencyTablesMatchTheReference) {
   const RopeSpec& spec = golden().model().blocks().at(size_t(l)).attention().rope();
   ASSERT_EQ(spec.rope_dims, 2 * half) << name;
 
-  GoldenPass gp(std::vector<int64_t>{}, "prefill");
-  std::vector<int64_t> positions(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) positions[size_t(t)] = t;
-  std::vector<float> unit(size_t(T * 2 * half), 0.0f);
-  for (size_t i = 0; i < unit.size(); i += 2) unit[i] = 1.0f;
-  Tensor v = gp.load(unit, {T, 1, 2 * half});
-  gp.be().rope(v, positions, spec, false);
-  const std::vector<float> rotated = gp.host(v);
-  gp.be().rope(v, positions, spec, true);
-  const std::vector<float> back = gp.host(v);
-
-  std::vector<float> table(rotated.size());
-  for (size_t i = 0; i < rotated.size(); i += 2) {
-    const double c = rotated[i], s = rotated[i + 1], norm = std::hypot(c, s);
-    const double theta = std::atan2(s, c) - std::asin(std::clamp(double(back[i + 1]) / norm, -1.0, 1.0));
-    table[i] = float(std::cos(theta));
-    table[i + 1] = float(std::sin(theta));
-  }
+  const std::vector<float> table = test::rope_table(spec, T);
   EXPECT_TRUE(test::check_tensor(name, table, "", "backend rope of unit pairs, refined by the inverse rotation"));
 }
 
