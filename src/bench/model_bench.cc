@@ -206,6 +206,23 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   const std::vector<float> last_stream(tail.end() - width, tail.end());  // X_{ctx-1}
 
   Workspace ws(be);
+  // LayerKind::extend_same: `same_rows` copies of the decode row's input and token through
+  // `block` (kept alive in `keep` until timed).
+  struct SameRows {
+    std::vector<float> in;
+    std::vector<int32_t> tokens;
+  };
+  auto add_same_rows = [&](LayerKind& k, const Block& block, SequenceCache& s, int64_t pos0,
+                           const std::vector<float>& decode_in, int64_t cache_per_row, SameRows& keep,
+                           std::vector<Timed>& steps) {
+    if (o.same_rows < 2) return;
+    keep.in = repeat_rows(decode_in, o.same_rows);
+    keep.tokens.assign(size_t(o.same_rows), all[size_t(ctx)]);
+    k.same_rows = o.same_rows;
+    k.extend_same.weight_bytes = k.decode.weight_bytes;
+    k.extend_same.cache_bytes = o.same_rows * cache_per_row;
+    steps.push_back({&k.extend_same, [&, pos0] { run_block(block, be, ws, s, keep.tokens, pos0, keep.in, hc, D); }});
+  };
   // ---- target layers: one kind at a time (the first layer of each kind)
   std::map<int64_t, Capture> captures;  // rows → traced forward of tokens[ctx .. ctx+rows)
   captures[1] = capture_target(model, *seq, all.subspan(size_t(ctx), 1));
@@ -232,16 +249,8 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
                                    hc, D);
                        }});
     }
-    const std::vector<float> same_in = repeat_rows(captures[1].block_in[l], o.same_rows);
-    const std::vector<int32_t> same_tokens(size_t(o.same_rows), all[size_t(ctx)]);
-    if (o.same_rows > 1) {
-      k.same_rows = o.same_rows;
-      k.extend_same.weight_bytes = k.decode.weight_bytes;
-      k.extend_same.cache_bytes = o.same_rows * cache;
-      steps.push_back({&k.extend_same, [&] {
-                         run_block(blocks[l], be, ws, *seq, same_tokens, ctx, same_in, hc, D);
-                       }});
-    }
+    SameRows same;
+    add_same_rows(k, blocks[l], *seq, ctx, captures[1].block_in[l], cache, same, steps);
     time_steps(steps);
     say(std::string("layer ") + std::to_string(l) + " (" + k.name + "): " + std::to_string(k.decode.ms) + " ms");
     res.kinds.push_back(std::move(k));
@@ -333,16 +342,8 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
                                      hc, D);
                          }});
   }
-  const std::vector<float> mtp_same_in = repeat_rows(mtp_captures[1].block_in[0], o.same_rows);
-  const std::vector<int32_t> mtp_same_tokens(size_t(o.same_rows), all[size_t(ctx)]);
-  if (o.same_rows > 1) {
-    mk.same_rows = o.same_rows;
-    mk.extend_same.weight_bytes = mk.decode.weight_bytes;
-    mk.extend_same.cache_bytes = o.same_rows * mtp_cache;
-    mtp_steps.push_back({&mk.extend_same, [&] {
-                           run_block(mtp.block(), be, ws, *mtp_seq, mtp_same_tokens, ctx - 1, mtp_same_in, hc, D);
-                         }});
-  }
+  SameRows mtp_same;
+  add_same_rows(mk, mtp.block(), *mtp_seq, ctx - 1, mtp_captures[1].block_in[0], mtp_cache, mtp_same, mtp_steps);
   time_steps(mtp_steps);
   res.kinds.push_back(std::move(mk));
   return res;
