@@ -5,6 +5,21 @@
 
 namespace dsv4 {
 
+namespace {
+
+// The first `count` of v's 8 floats to dst (all 8 when count ≥ 8).
+inline void store_up_to_8(float* dst, size_t count, __m256 v) {
+  if (count >= 8) {
+    _mm256_storeu_ps(dst, v);
+    return;
+  }
+  alignas(32) float tail[8];
+  _mm256_store_ps(tail, v);
+  for (size_t j = 0; j < count; ++j) dst[j] = tail[j];
+}
+
+}  // namespace
+
 uint64_t hash_name(std::string_view name) {
   uint64_t h = 0xCBF29CE484222325ull;
   for (unsigned char c : name) {
@@ -71,18 +86,12 @@ void RandomStream::normal(float* out, size_t n, float mean, float std) {
   const __m256 m = _mm256_set1_ps(mean);
   const __m256i low16 = _mm256_set1_epi32(0xFFFF), center = _mm256_set1_epi32(131070);
   Lanes l = load();
-  alignas(32) float tail[kLanes];
   for (size_t i = 0; i < n; i += kLanes) {
     const __m256i a = l.next(), b = l.next();
     __m256i sum = _mm256_add_epi32(_mm256_and_si256(a, low16), _mm256_srli_epi32(a, 16));
     sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_and_si256(b, low16), _mm256_srli_epi32(b, 16)));
     const __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sum, center)), k, m);
-    if (n - i >= size_t(kLanes)) {
-      _mm256_storeu_ps(out + i, v);
-    } else {
-      _mm256_store_ps(tail, v);
-      for (size_t j = 0; j < n - i; ++j) out[i + j] = tail[j];
-    }
+    store_up_to_8(out + i, n - i, v);
   }
   store(l);
 }
@@ -91,15 +100,9 @@ void RandomStream::uniform(float* out, size_t n, float lo, float hi) {
   const __m256 k = _mm256_set1_ps((hi - lo) * float(1.0 / 16777216.0));  // 24 bits: exact in float
   const __m256 base = _mm256_set1_ps(lo);
   Lanes l = load();
-  alignas(32) float tail[kLanes];
   for (size_t i = 0; i < n; i += kLanes) {
     const __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(l.next(), 8)), k, base);
-    if (n - i >= size_t(kLanes)) {
-      _mm256_storeu_ps(out + i, v);
-    } else {
-      _mm256_store_ps(tail, v);
-      for (size_t j = 0; j < n - i; ++j) out[i + j] = tail[j];
-    }
+    store_up_to_8(out + i, n - i, v);
   }
   store(l);
 }
