@@ -27,24 +27,6 @@ struct ChatArgs {
   int threads = 0;
 };
 
-void add_metrics(DecodeMetrics& total, const DecodeMetrics& m) {
-  total.prompt_tokens += m.prompt_tokens;
-  total.generated_tokens += m.generated_tokens;
-  total.decode_tokens += m.decode_tokens;
-  total.passes += m.passes;
-  total.sequence_steps += m.sequence_steps;
-  total.drafted += m.drafted;
-  total.accepted += m.accepted;
-  total.drafted_at.resize(std::max(total.drafted_at.size(), m.drafted_at.size()), 0);
-  total.accepted_at.resize(total.drafted_at.size(), 0);
-  for (size_t j = 0; j < m.drafted_at.size(); ++j) {
-    total.drafted_at[j] += m.drafted_at[j];
-    total.accepted_at[j] += m.accepted_at[j];
-  }
-  total.prefill_seconds += m.prefill_seconds;
-  total.decode_seconds += m.decode_seconds;
-}
-
 // Streams one assistant turn: reasoning (thinking mode) until </think>, then the answer.
 class TurnPrinter {
  public:
@@ -107,7 +89,7 @@ int run_chat(const ChatArgs& a) {
       for (int32_t token : t) printer.push(token);
     });
     printer.finish();
-    add_metrics(total, decoder.metrics());
+    total.add(decoder.metrics());
     const std::string completion = tok.decode(out[0].tokens);
     try {
       messages.push_back(text::parse_completion(completion, mode).to_json());

@@ -114,9 +114,9 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
                   "override a config key with a JSON value before validation, e.g. --set sliding_window=8 "
                   "--set rope_scaling.factor=8 (repeatable)");
   cmd->add_option("--perturb", a->perturb,
-                  "aligned presets only: degrade the MTP by X: e_proj = I + X*G with G random N(0, 1/D) "
-                  "entries (0: the MTP predicts exactly the target's token after next; ~1: its input is "
-                  "mostly noise)")
+                  "aligned and mirror presets only: degrade the MTP by X: e_proj = I + X*G with G random "
+                  "N(0, 1/D) entries (aligned, 0: the MTP predicts exactly the target's token after next; "
+                  "~1: its input is mostly noise; mirror: lowers its partial acceptance)")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "generator threads (0 = all cores; output is identical)");
   cmd->add_option("--shard-gib", a->shard_gib, "largest shard size in GiB (at least 2 shards are written)")

@@ -18,6 +18,12 @@ int64_t CachePools::bytes_in_use() const {
   return total;
 }
 
+int64_t CachePools::blocks_in_use() const {
+  int64_t total = 0;
+  for (auto& [key, p] : pools_) total += p->blocks_in_use();
+  return total;
+}
+
 SequenceCache::SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain)
     : retain_(retain) {
   layers_.resize(layers.size());

@@ -24,7 +24,8 @@ class CachePools {
   explicit CachePools(DeviceMemory& memory, int64_t rows_per_block = 64)
       : memory_(memory), rows_per_block_(rows_per_block) {}
   RowPool* get(DType dtype, int64_t row_elems);
-  int64_t bytes_in_use() const;
+  int64_t bytes_in_use() const;     // bytes of the chunks allocated from the backend
+  int64_t blocks_in_use() const;    // blocks held by sequences (0 when every sequence is gone)
 
  private:
   DeviceMemory& memory_;

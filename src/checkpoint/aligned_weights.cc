@@ -19,10 +19,16 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 // Embedding row t as stored (bf16-rounded), drawn from its own stream so that the head
 // can rebuild any row without generating the whole table.
-void embed_row(uint64_t seed, int64_t t, int64_t dim, float* out) {
+void embed_row(uint64_t seed, int64_t t, int64_t dim, bool unit_rms, float* out) {
   RandomStream rng(seed, "aligned.embed.row", uint64_t(t));
   rng.normal(out, size_t(dim), 0.0f, 1.0f);
-  for (int64_t i = 0; i < dim; ++i) out[i] = round_bf16(out[i]);
+  float k = 1.0f;
+  if (unit_rms) {
+    double sq = 0;
+    for (int64_t i = 0; i < dim; ++i) sq += double(out[i]) * out[i];
+    k = sq > 0 ? float(std::sqrt(double(dim) / sq)) : 1.0f;
+  }
+  for (int64_t i = 0; i < dim; ++i) out[i] = round_bf16(out[i] * k);
 }
 
 bool is_block_output_projection(const std::string& n) {
@@ -40,19 +46,35 @@ std::vector<int64_t> aligned_successor(const ModelConfig& config, uint64_t seed)
   return f;
 }
 
+FillValues successor_embed_fill(uint64_t seed, int64_t cols, bool unit_rms) {
+  return [seed, cols, unit_rms](int64_t row0, int64_t row1, RandomStream&, float* out) {
+    for (int64_t r = row0; r < row1; ++r) embed_row(seed, r, cols, unit_rms, out + (r - row0) * cols);
+  };
+}
+
+FillValues successor_head_fill(const ModelConfig& config, uint64_t seed, int64_t cols, bool unit_rms, float alpha) {
+  // f^-1: head row v holds the direction of the embedding of the token whose successor is v.
+  auto inverse = std::make_shared<std::vector<int64_t>>(size_t(config.vocab_size));
+  const std::vector<int64_t> f = aligned_successor(config, seed);
+  for (size_t t = 0; t < f.size(); ++t) (*inverse)[size_t(f[t])] = int64_t(t);
+  return [seed, cols, inverse, unit_rms, alpha](int64_t row0, int64_t row1, RandomStream&, float* out) {
+    for (int64_t v = row0; v < row1; ++v) {
+      float* row = out + (v - row0) * cols;
+      embed_row(seed, (*inverse)[size_t(v)], cols, unit_rms, row);
+      double sq = 0;
+      for (int64_t i = 0; i < cols; ++i) sq += double(row[i]) * row[i];
+      const float k = sq > 0 ? float(alpha / std::sqrt(sq)) : 0.0f;
+      for (int64_t i = 0; i < cols; ++i) row[i] *= k;
+    }
+  };
+}
+
 std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_mtp, uint64_t seed,
                                            const AlignedOptions& options) {
   DSV4_CHECK(std::isfinite(options.perturb) && options.perturb >= 0, "make-checkpoint: --perturb must be ",
              "a finite value >= 0, got ", options.perturb);
   std::vector<WeightJob> jobs = random_weight_jobs(config, with_mtp);
   const int64_t D = config.hidden_size;
-
-  // f^-1: head row v holds the direction of the embedding of the token whose successor is v.
-  auto inverse = std::make_shared<std::vector<int64_t>>(size_t(config.vocab_size));
-  {
-    const std::vector<int64_t> f = aligned_successor(config, seed);
-    for (size_t t = 0; t < f.size(); ++t) (*inverse)[size_t(f[t])] = int64_t(t);
-  }
   const float alpha = options.alpha;
   const float perturb = float(options.perturb);
 
@@ -60,20 +82,9 @@ std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_
     const std::string& n = job.name;
     const int64_t cols = job.cols;
     if (n == "embed.weight") {
-      job.fill = [seed, cols](int64_t row0, int64_t row1, RandomStream&, float* out) {
-        for (int64_t r = row0; r < row1; ++r) embed_row(seed, r, cols, out + (r - row0) * cols);
-      };
+      job.fill = successor_embed_fill(seed, cols, /*unit_rms=*/false);
     } else if (n == "head.weight") {
-      job.fill = [seed, cols, inverse, alpha](int64_t row0, int64_t row1, RandomStream&, float* out) {
-        for (int64_t v = row0; v < row1; ++v) {
-          float* row = out + (v - row0) * cols;
-          embed_row(seed, (*inverse)[size_t(v)], cols, row);
-          double sq = 0;
-          for (int64_t i = 0; i < cols; ++i) sq += double(row[i]) * row[i];
-          const float k = sq > 0 ? float(alpha / std::sqrt(sq)) : 0.0f;
-          for (int64_t i = 0; i < cols; ++i) row[i] *= k;
-        }
-      };
+      job.fill = successor_head_fill(config, seed, cols, /*unit_rms=*/false, alpha);
     } else if (ends_with(n, "norm.weight")) {
       job.fill = fill_from(ValueDistribution::constant(1.0f), cols);
     } else if (is_block_output_projection(n) || (n.rfind("mtp.", 0) == 0 && ends_with(n, ".h_proj.weight"))) {

@@ -34,6 +34,12 @@ struct AlignedOptions {
 // f: the target's token after t is f[t]. A permutation of [0, vocab_size).
 std::vector<int64_t> aligned_successor(const ModelConfig& config, uint64_t seed);
 
+// The two fills the successor construction rests on (shared with the mirror preset):
+// embedding row t ~ N(0, 1) from its own stream (bf16-rounded), optionally rescaled to RMS
+// exactly 1 before rounding; head row v = alpha * e_{f^-1(v)} / |e_{f^-1(v)}|.
+FillValues successor_embed_fill(uint64_t seed, int64_t cols, bool unit_rms);
+FillValues successor_head_fill(const ModelConfig& config, uint64_t seed, int64_t cols, bool unit_rms, float alpha);
+
 std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_mtp, uint64_t seed,
                                            const AlignedOptions& options);
 

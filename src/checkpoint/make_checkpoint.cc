@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/aligned_weights.h"
+#include "checkpoint/mirror_weights.h"
 #include "checkpoint/random_weights.h"
 #include "checkpoint/safetensors_writer.h"
 #include "core/error.h"
@@ -165,12 +166,21 @@ MakeCheckpointResult make_checkpoint(const MakeCheckpointOptions& options) {
   DSV4_CHECK(!options.out.empty(), "make-checkpoint: no output directory (--out)");
   const Preset& preset = find_preset(options.preset);
   const ModelConfig config = build_config(preset, options.changes);
-  DSV4_CHECK(options.perturb == 0.0 || preset.weights == WeightKind::Aligned,
-             "make-checkpoint: --perturb applies to the aligned presets only");
-  const std::vector<WeightJob> jobs =
-      preset.weights == WeightKind::Aligned
-          ? aligned_weight_jobs(config, options.with_mtp, options.seed, AlignedOptions{options.perturb})
-          : random_weight_jobs(config, options.with_mtp);
+  DSV4_CHECK(options.perturb == 0.0 || preset.weights != WeightKind::Random,
+             "make-checkpoint: --perturb applies to the aligned and mirror presets only");
+  std::vector<WeightJob> jobs;
+  switch (preset.weights) {
+    case WeightKind::Random: jobs = random_weight_jobs(config, options.with_mtp); break;
+    case WeightKind::Aligned:
+      jobs = aligned_weight_jobs(config, options.with_mtp, options.seed, AlignedOptions{options.perturb});
+      break;
+    case WeightKind::Mirror: {
+      MirrorOptions m = options.mirror;
+      m.perturb = options.perturb;
+      jobs = mirror_weight_jobs(config, options.with_mtp, options.seed, m);
+      break;
+    }
+  }
   WriteOptions w;
   w.seed = options.seed;
   w.threads = options.threads;

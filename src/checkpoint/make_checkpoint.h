@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/mirror_weights.h"
 #include "checkpoint/presets.h"
 #include "checkpoint/weight_jobs.h"
 #include "io/config.h"
@@ -24,7 +25,8 @@ struct MakeCheckpointOptions {
   std::filesystem::path out;
   ConfigChanges changes;
   bool with_mtp = true;          // false: no mtp.* tensors (the config keeps its MTP layer count)
-  double perturb = 0.0;          // aligned presets: e_proj = I + perturb * G
+  double perturb = 0.0;          // aligned and mirror presets: e_proj = I + perturb * G
+  MirrorOptions mirror;          // mirror presets: the construction's constants (perturb above wins)
   int threads = 0;               // 0 = all cores
   uint64_t max_shard_bytes = uint64_t(4) << 30;
   int min_shards = 2;

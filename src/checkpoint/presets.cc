@@ -76,6 +76,21 @@ ModelConfig tiny_config() {
   return c;
 }
 
+ModelConfig mirror_tiny_config() {
+  ModelConfig c = tiny_config();
+  c.max_position_embeddings = 4096;  // generations long enough to cross many windows and blocks
+  c.validate();
+  return c;
+}
+
+ModelConfig mirror_v4_flash_config() {
+  ModelConfig c = v4_flash_config();
+  c.num_hidden_layers = 3;
+  c.compress_ratios = {0, 4, 128, 0};  // window, CSA, HCA (repeated by --layers), the MTP layer
+  c.validate();
+  return c;
+}
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tiny", "the golden tiny-a configuration (4 layers [0,4,128,4] + MTP), random weights",
@@ -86,6 +101,10 @@ const std::vector<Preset>& presets() {
        WeightKind::Aligned, tiny_config(), 4},
       {"aligned-v4-flash", "V4-Flash dimensions (default --layers 2), aligned weights",
        WeightKind::Aligned, v4_flash_config(), 2},
+      {"mirror", "tiny dimensions; context-dependent target, MTP mirroring layer 0: partial acceptance",
+       WeightKind::Mirror, mirror_tiny_config(), 4},
+      {"mirror-v4-flash", "V4-Flash dimensions (default --layers 3: window, CSA, HCA), mirror weights",
+       WeightKind::Mirror, mirror_v4_flash_config(), 3},
   };
   return kPresets;
 }

@@ -4,6 +4,9 @@
 //   v4-flash          the real V4-Flash dimensions (default 2 target layers), random weights
 //   aligned           tiny dimensions, weights built so that target and MTP agree (aligned_weights.h)
 //   aligned-v4-flash  V4-Flash dimensions, aligned weights
+//   mirror            tiny dimensions, a context-dependent target and an MTP that mirrors its
+//                     first layer: high but partial acceptance (mirror_weights.h)
+//   mirror-v4-flash   V4-Flash dimensions (default 3 layers: window, CSA, HCA), mirror weights
 //
 // Configuration changes are applied to the preset's config.json before validation, so an
 // invalid combination fails with the config's own message naming the key.
@@ -18,7 +21,7 @@
 
 namespace dsv4 {
 
-enum class WeightKind { Random, Aligned };
+enum class WeightKind { Random, Aligned, Mirror };
 
 struct Preset {
   std::string name;
@@ -35,6 +38,10 @@ const Preset& find_preset(const std::string& name);  // throws listing the known
 ModelConfig v4_flash_config();
 // The golden tiny-a configuration (4 layers + 1 MTP layer).
 ModelConfig tiny_config();
+// The mirror presets' configurations: tiny-a with room for long generations (4096
+// positions); V4-Flash with the layer pattern window, CSA, HCA.
+ModelConfig mirror_tiny_config();
+ModelConfig mirror_v4_flash_config();
 
 struct ConfigChanges {
   std::optional<int64_t> layers;                // first N entries of the preset's ratio pattern

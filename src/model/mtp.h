@@ -50,6 +50,7 @@ class MtpModule {
   int64_t hidden_width() const { return c_.hc_mult * c_.hidden_size; }
   const Block& block() const { return block_; }
   const MtpWeights& weights() const { return w_; }
+  CachePools& pools() { return pools_; }
 
   // The combiner (exposed for tests): streams [N, hc, D] and tokens → the block input [N, hc, D].
   Tensor combine(Pass& p, const Tensor& streams) const;

@@ -1,5 +1,7 @@
 // What a generation run measured: drafting statistics and throughput.
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +16,55 @@ struct DecodeMetrics {
   int64_t drafted = 0, accepted = 0;
   std::vector<int64_t> drafted_at;         // [j]: drafts verified at draft position j+1
   std::vector<int64_t> accepted_at;        // [j]: of those, accepted
+  // Verification steps by outcome (steps with no draft count in none of these):
+  int64_t full_steps = 0;                  // every draft accepted
+  int64_t partial_steps = 0;               // some, not all, accepted: the rollback path
+  int64_t rejected_steps = 0;              // no draft accepted
   double prefill_seconds = 0, decode_seconds = 0;
+
+  // One sequence's verification step: `drafted` drafts, the first `accepted` kept.
+  void record_step(int drafted_now, int accepted_now) {
+    ++sequence_steps;
+    drafted += drafted_now;
+    accepted += accepted_now;
+    if (drafted_at.size() < size_t(drafted_now)) {
+      drafted_at.resize(size_t(drafted_now), 0);
+      accepted_at.resize(size_t(drafted_now), 0);
+    }
+    for (int j = 0; j < drafted_now; ++j) {
+      ++drafted_at[size_t(j)];
+      if (j < accepted_now) ++accepted_at[size_t(j)];
+    }
+    if (drafted_now == 0) return;
+    if (accepted_now == drafted_now) ++full_steps;
+    else if (accepted_now > 0) ++partial_steps;
+    else ++rejected_steps;
+  }
+  // Adds another run's counts and times (a chat's turns).
+  void add(const DecodeMetrics& m) {
+    prompt_tokens += m.prompt_tokens;
+    generated_tokens += m.generated_tokens;
+    decode_tokens += m.decode_tokens;
+    passes += m.passes;
+    sequence_steps += m.sequence_steps;
+    drafted += m.drafted;
+    accepted += m.accepted;
+    drafted_at.resize(std::max(drafted_at.size(), m.drafted_at.size()), 0);
+    accepted_at.resize(drafted_at.size(), 0);
+    for (size_t j = 0; j < m.drafted_at.size(); ++j) {
+      drafted_at[j] += m.drafted_at[j];
+      accepted_at[j] += m.accepted_at[j];
+    }
+    full_steps += m.full_steps;
+    partial_steps += m.partial_steps;
+    rejected_steps += m.rejected_steps;
+    prefill_seconds += m.prefill_seconds;
+    decode_seconds += m.decode_seconds;
+  }
+  double partial_share() const {
+    const int64_t n = full_steps + partial_steps + rejected_steps;
+    return n ? double(partial_steps) / double(n) : 0.0;
+  }
 
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
   std::vector<double> acceptance_by_position() const {

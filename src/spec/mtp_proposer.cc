@@ -43,17 +43,19 @@ void MtpProposer::accept(ProposerState& state, int accepted, const float* target
   s.first_draft_position = -1;
 }
 
-bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Draft& draft,
-                         const SamplingParams& sampling, const TokenMask* mask, std::mt19937_64* rng,
-                         int32_t& token, std::vector<float>* probs) {
+bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
+                         std::vector<float>* probs) {
   const int64_t vd = mtp_.vocab();
+  const SamplingParams greedy;
+  const SamplingParams& sampling = req.sampling ? *req.sampling : greedy;
+  const TokenMask* mask = req.mask;
   std::span<const uint8_t> allowed;
   if (mask) {
     const int64_t V = mtp_.target_vocab();
     allowed_.assign(size_t(V), 0);
     context_.assign(req.context.begin(), req.context.end());
     context_.insert(context_.end(), draft.tokens.begin(), draft.tokens.end());
-    mask->allowed_tokens(req.sequence, context_, allowed_);
+    mask->allowed_tokens(req.mask_sequence, context_, allowed_);
     if (std::none_of(allowed_.begin(), allowed_.begin() + vd, [](uint8_t a) { return a != 0; })) return false;
     allowed = std::span<const uint8_t>(allowed_.data(), size_t(vd));
   }
@@ -63,7 +65,8 @@ bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Dra
     return true;
   }
   sampling_distribution(l, sampling, allowed, probs_);
-  token = sample_from(probs_, *rng);
+  DSV4_CHECK(req.rng, "mtp proposer: sampling without a random generator");
+  token = sample_from(probs_, *req.rng);
   if (probs) {
     probs->assign(size_t(mtp_.target_vocab()), 0.0f);  // q over the full vocabulary (0 beyond the draft's)
     std::copy(probs_.begin(), probs_.end(), probs->begin());
@@ -71,9 +74,7 @@ bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Dra
   return true;
 }
 
-void MtpProposer::propose(std::span<const DraftRequest> requests, const SamplingParams& sampling,
-                          const TokenMask* mask, std::span<std::mt19937_64*> rngs, bool want_first_logits,
-                          std::vector<Draft>& drafts) {
+void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) {
   drafts.assign(requests.size(), Draft{});
   // Draft 1: queued target-conditioned rows + the row of (X_{L-1}, x_L), in one pass.
   std::vector<std::vector<float>> streams(requests.size());
@@ -96,7 +97,7 @@ void MtpProposer::propose(std::span<const DraftRequest> requests, const Sampling
     batch.push_back({s.cache.get(), streams[i].data(), tokens[i], false});
     index.push_back(i);
   }
-  for (int step = 0; !batch.empty(); ++step) {
+  while (!batch.empty()) {
     mtp_.forward(batch, out_);
     std::vector<MtpModule::Request> next;
     std::vector<size_t> next_index;
@@ -105,14 +106,14 @@ void MtpProposer::propose(std::span<const DraftRequest> requests, const Sampling
       const DraftRequest& r = requests[i];
       Draft& d = drafts[i];
       const float* logits = out_.logits_row(b);
-      if (step == 0 && want_first_logits) d.first_logits.assign(logits, logits + mtp_.vocab());
+      const bool greedy = !r.sampling || r.sampling->greedy();
       int32_t token;
       std::vector<float> probs;
-      if (!choose(logits, r, d, sampling, mask, rngs.empty() ? nullptr : rngs[i], token,
-                  sampling.greedy() ? nullptr : &probs))
+      if (!choose(logits, r, d, token, greedy ? nullptr : &probs))
         continue;  // the mask allows nothing the draft head can say: stop drafting here
       d.tokens.push_back(token);
-      if (!sampling.greedy()) d.probs.push_back(std::move(probs));
+      if (r.record_logits) d.logits.emplace_back(logits, logits + mtp_.vocab());
+      if (!greedy) d.probs.push_back(std::move(probs));
       if (int(d.tokens.size()) < r.num_drafts) {  // chain: the MTP's own output streams + this draft
         const int64_t last = int64_t(batch[b].tokens.size()) - 1;
         const float* s = out_.streams_row(b, last);

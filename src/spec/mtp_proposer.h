@@ -17,16 +17,15 @@ class MtpProposer final : public DraftProposer {
 
   std::unique_ptr<ProposerState> new_state() override;
   void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) override;
-  void propose(std::span<const DraftRequest> requests, const SamplingParams& sampling, const TokenMask* mask,
-               std::span<std::mt19937_64*> rngs, bool want_first_logits, std::vector<Draft>& drafts) override;
+  void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
   void accept(ProposerState& state, int accepted, const float* target_streams,
               std::span<const int32_t> tokens) override;
 
  private:
   struct State;
   // Chooses the next draft token of request i from the MTP logits; false when the mask leaves none.
-  bool choose(const float* logits, const DraftRequest& req, const Draft& draft, const SamplingParams& sampling,
-              const TokenMask* mask, std::mt19937_64* rng, int32_t& token, std::vector<float>* probs);
+  bool choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
+              std::vector<float>* probs);
 
   MtpModule& mtp_;
   int64_t width_;

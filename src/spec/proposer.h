@@ -30,14 +30,18 @@ struct DraftRequest {
   const float* target_stream = nullptr;     // X_{L-1}: the target's streams at `position`
   int64_t position = 0;                     // L - 1
   int num_drafts = 0;
-  size_t sequence = 0;                      // for the mask
   std::span<const int32_t> context;         // x_0..x_L (for the mask)
+  const SamplingParams* sampling = nullptr; // the sequence's own sampling (greedy when null)
+  const TokenMask* mask = nullptr;          // may be null
+  size_t mask_sequence = 0;                 // passed to the mask
+  std::mt19937_64* rng = nullptr;           // sampling mode: draws the drafts
+  bool record_logits = false;               // keep the logits that chose each draft (tests)
 };
 
 struct Draft {
   std::vector<int32_t> tokens;              // d_1..d_k
   std::vector<std::vector<float>> probs;    // sampling mode: the distribution each d_j was drawn from
-  std::vector<float> first_logits;          // when requested: the logits that chose d_1
+  std::vector<std::vector<float>> logits;   // with record_logits: the logits that chose d_j
 };
 
 class DraftProposer {
@@ -48,11 +52,9 @@ class DraftProposer {
   // Fills the state over a prompt x_0..x_{P-1} from the target's prefill streams X_0..X_{P-1}.
   virtual void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) = 0;
 
-  // Proposes drafts for several sequences at once. `rngs[i]` draws request i's samples
-  // (sampling mode); `mask` may be null.
-  virtual void propose(std::span<const DraftRequest> requests, const SamplingParams& sampling,
-                       const TokenMask* mask, std::span<std::mt19937_64*> rngs, bool want_first_logits,
-                       std::vector<Draft>& drafts) = 0;
+  // Proposes drafts for several sequences at once (each with its own count, sampling and
+  // mask). A draft may be shorter than asked when the mask leaves the proposer no token.
+  virtual void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) = 0;
 
   // After verification: `accepted` drafts were kept; `target_streams` are the target's
   // streams X_L..X_{L+accepted-1} of the verify pass, `tokens` the accepted drafts.

@@ -68,6 +68,8 @@ TEST(MakeCheckpointCli, NoMtp) {
   const json report = inspect_json(dir);
   EXPECT_FALSE(report["mtp_present"].get<bool>());
   EXPECT_EQ(report["config"]["num_nextn_predict_layers"], 1);
+  // Groups are "embed", "layers.N", "head", "mtp.N" (model/weights.cc): a present one proves the loop checks something.
+  ASSERT_TRUE(report["group_bytes"].contains("layers.0")) << report["group_bytes"].dump();
   for (auto& [name, shard] : report["group_bytes"].items()) EXPECT_EQ(name.rfind("mtp.", 0), std::string::npos);
 }
 
@@ -103,7 +105,7 @@ TEST(MakeCheckpointCli, RatiosAndOverrides) {
   r = test::run_cli("make-checkpoint --preset tiny --out " + bad.string() + " --set no_such_key=1");
   EXPECT_NE(r.out.find("'no_such_key' is not a configuration key"), std::string::npos) << r.out;
   r = test::run_cli("make-checkpoint --preset tiny --out " + bad.string() + " --perturb 0.5");
-  EXPECT_NE(r.out.find("aligned presets only"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aligned and mirror presets only"), std::string::npos) << r.out;
   r = test::run_cli("make-checkpoint --preset nope --out " + bad.string());
   EXPECT_NE(r.out.find("unknown preset 'nope'"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(bad / "config.json"));
@@ -158,14 +160,17 @@ TEST(MakeCheckpointCli, AlignedPreset) {
   const fs::path dir = make("mk_aligned", "--preset aligned --seed 4");
   EXPECT_TRUE(inspect_json(dir)["complete"].get<bool>());
   const TensorStore s = TensorStore::open(dir);
+  int64_t zeros = 0;  // counted, so that renamed tensors cannot leave the check with nothing to check
   for (const TensorInfo* t : s.all()) {
     const std::string& n = t->name;
     const bool zero = n.ends_with("attn.wo_b.weight") || n.ends_with("shared_experts.w2.weight") ||
                       (n.find(".experts.") != std::string::npos && n.ends_with(".w2.weight")) ||
                       n == "mtp.0.h_proj.weight";
     if (!zero) continue;
+    ++zeros;
     for (size_t i = 0; i < t->nbytes; ++i) ASSERT_EQ(t->data[i], 0) << n;
   }
+  EXPECT_GT(zeros, 0);
   const TensorInfo& e = s.get("mtp.0.e_proj.weight");
   const int64_t D = e.shape[0];
   for (int64_t i = 0; i < D; ++i)

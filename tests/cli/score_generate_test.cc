@@ -72,6 +72,8 @@ TEST(ScoreCommand, TokensFileAndErrors) {
   const std::string model = " --model " + test::tiny_a_dir().string();
   auto ok = test::run_cli("score" + model + " --tokens-file " + (dir / "tokens.txt").string() + " --prompt-len 2");
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  // Four tokens (the blank line skipped) with a prompt of 2 score positions 2..3.
+  EXPECT_NE(ok.out.find("perplexity over positions 2..3:"), std::string::npos) << ok.out;
   auto bad_id = test::run_cli("score" + model + " --tokens 0,5,4096 --prompt-len 1");
   EXPECT_EQ(bad_id.exit_code, 1) << bad_id.out;
   EXPECT_NE(bad_id.out.find("4096"), std::string::npos) << bad_id.out;

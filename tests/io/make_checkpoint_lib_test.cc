@@ -183,17 +183,22 @@ TEST(AlignedWeights, TargetPredictsSuccessorAndMtpIsIdentity) {
                                         s.get("mtp.0.e_proj.scale").data + s.get("mtp.0.e_proj.scale").nbytes))
     EXPECT_EQ(b, 127);
   for (float v : fp8_values(s, "mtp.0.h_proj")) ASSERT_EQ(v, 0.0f);
+  int64_t outputs = 0, norms = 0;  // counted, so that a renamed tensor cannot leave the checks with nothing to check
   for (const TensorInfo* t : s.all()) {
     const std::string& n = t->name;
     const bool output = n.ends_with("attn.wo_b.weight") || n.ends_with("shared_experts.w2.weight") ||
                         (n.find(".experts.") != std::string::npos && n.ends_with(".w2.weight"));
     if (!output) continue;
+    ++outputs;
     for (size_t i = 0; i < t->nbytes; ++i) ASSERT_EQ(t->data[i], 0) << n;
   }
+  EXPECT_GT(outputs, 0);
   for (const TensorInfo* t : s.all()) {
     if (!t->name.ends_with("norm.weight")) continue;
+    ++norms;
     for (float v : test::read_f32(*t)) ASSERT_EQ(v, 1.0f) << t->name;
   }
+  EXPECT_GT(norms, 0);
 
   // logits of token t after the final norm: head . (e_t * sqrt(D) / ||e_t||); argmax = f(t).
   const std::vector<int64_t> f = aligned_successor(c, o.seed);
@@ -226,8 +231,10 @@ TEST(AlignedWeights, TargetPredictsSuccessorAndMtpIsIdentity) {
 TEST(AlignedWeights, PerturbDegradesEProj) {
   const ModelConfig c = build_config(find_preset("aligned"), {});
   const auto jobs = aligned_weight_jobs(c, true, 3, AlignedOptions{0.5});
+  bool found = false;
   for (const WeightJob& job : jobs) {
     if (job.name != "mtp.0.e_proj.weight") continue;
+    found = true;
     EXPECT_FALSE(job.fixed_fp8_scale_exp.has_value());
     std::vector<float> v(size_t(job.rows * job.cols));
     RandomStream rng(3, job.name, 0);
@@ -243,6 +250,7 @@ TEST(AlignedWeights, PerturbDegradesEProj) {
     // Off-diagonal std = X / sqrt(D).
     EXPECT_NEAR(std::sqrt(off / double(job.rows * (job.cols - 1))), 0.5 / std::sqrt(double(job.cols)), 0.002);
   }
+  ASSERT_TRUE(found) << "no job for mtp.0.e_proj.weight";
   EXPECT_NE(error_of([&] { aligned_weight_jobs(c, true, 3, AlignedOptions{-1.0}); }).find("--perturb"),
             std::string::npos);
 }

@@ -213,12 +213,17 @@ class GoldenCompressor : public GoldenAttention {
     if (attention().indexer()) c.emplace_back(&attention().indexer()->compressor(), "indexer.");
     return c;
   }
+  // Every instantiated layer compresses (by the config, not the built model): the attention
+  // compressor, plus the indexer's on the ratio-4 layers; asserted so that a layer built without
+  // them cannot pass with no check.
+  size_t expected_compressors() const { return golden().config().compress_ratio(layer()) == 4 ? 2 : 1; }
 };
 
 // The prefill call on golden attn_in: the pooled entries, and the finished entries (norm,
 // RoPE, FP8 or Hadamard + FP4) from the golden pooled values.
 TEST_P(GoldenCompressor, PrefillPoolingAndFinishing) {
   const GoldenPhase ph = test::prefill_phase();
+  ASSERT_EQ(compressors().size(), expected_compressors());
   for (const auto& [comp, kind] : compressors()) {
     GoldenPass gp(ph);
     Pass& p = gp.pass();
@@ -262,6 +267,7 @@ test::Tolerance trace_tolerance(int64_t layer, const std::string& kind, std::str
 TEST_P(GoldenCompressor, WholeSequenceStepByStep) {
   const std::vector<float> x = golden().f32("trace." + scope() + ".attn_in");
   const int64_t D = golden().config().hidden_size, T = int64_t(x.size()) / D, P = golden().prompt_len();
+  ASSERT_EQ(compressors().size(), expected_compressors());
   for (const auto& [comp, kind] : compressors()) {
     const std::string name = scope() + "." + kind + "compressed_kv";
     const int64_t w = comp->width();

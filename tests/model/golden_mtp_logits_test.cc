@@ -140,6 +140,12 @@ TEST_F(GoldenMtpEndToEnd, MtpLogitsFromTheEngineTargetStreams) {
       test::summarize(test::row_rel_l2(hidden, golden().outputs_f32("target.hidden"), width()));
   std::printf("[golden] %-66s rows %lld  rel-L2 median %.4g  p90 %.4g  max %.4g\n",
               "target.hidden (engine target, prefill + 1 token per call)", (long long)T(), h.median, h.p90, h.max);
+  // The bounds golden_model_test puts on the same target.hidden: a drifted or broken target
+  // would otherwise surface only indirectly, through the MTP logits below.
+  EXPECT_EQ(h.nonfinite, 0u) << "target.hidden: non-finite rows";
+  EXPECT_LE(h.median, 0.03) << "target.hidden: per-row relative L2 median " << h.median << " (bound 0.03)";
+  EXPECT_LE(h.p90, 0.06) << "target.hidden: per-row relative L2 90th percentile " << h.p90 << " (bound 0.06)";
+  EXPECT_LE(h.max, 0.3) << "target.hidden: per-row relative L2 max " << h.max << " (bound 0.3)";
 
   const std::vector<float> logits = mtp_logits(hidden, {T() - 1});
   expect_logits_bounds("mtp.logits (engine target streams, one MTP call over 0..298)", "mtp_logits.engine_target",

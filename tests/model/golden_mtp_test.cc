@@ -272,6 +272,7 @@ TEST_P(GoldenMtp, HcHeadNormAndLogits) {
         test::summarize(test::row_rel_l2(gp->host(wrong), golden().f32(prefix() + "hc_head_y"), D));
     std::printf("[golden] %-60s median %.3e  max %.3e (must exceed the tolerance)\n",
                 (prefix() + "hc_head_y (the target's hc_head instead: the mistake)").c_str(), e.median, e.max);
+    EXPECT_EQ(e.nonfinite, 0u) << "the contrast run itself must be finite";
     EXPECT_GT(e.max, test::tolerance(prefix() + "hc_head_y").rel_max)
         << prefix() << "hc_head_y: the target's hc_head gives max " << e.max << ", within the tolerance";
   }

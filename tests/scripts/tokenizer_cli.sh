@@ -17,6 +17,17 @@ expect_eq() {  # name expected actual
     failures=$((failures + 1))
   fi
 }
+expect_out() {  # name expected command...: the command exits 0 and its stdout is expected
+  # (checking the status too: a crash that prints nothing to stdout would match an empty expectation)
+  local name=$1 expected=$2 output status
+  shift 2
+  output=$("$@")
+  status=$?
+  if [[ $status -ne 0 ]]; then
+    echo "FAIL $name: exit code $status"; failures=$((failures + 1)); return
+  fi
+  expect_eq "$name" "$expected" "$output"
+}
 expect_error() {  # name needle command...
   local name=$1 needle=$2
   shift 2
@@ -30,22 +41,24 @@ expect_error() {  # name needle command...
 [[ -x $DSV4 ]] || { echo "FAIL: dsv4 binary not found at '$DSV4'"; exit 1; }
 
 text='<think>Hi 12345 中文</think>'
-expect_eq "tokenize csv" "318,72,105,32,300,52,53,32,228,184,173,230,150,135,319" \
-  "$(printf '%s' "$text" | "$DSV4" tokenize --tokenizer "$TOY")"
-expect_eq "tokenize json" '{"ids":[318,72,105,32,300,52,53,32,228,184,173,230,150,135,319]}' \
-  "$(printf '%s' "$text" | "$DSV4" tokenize --tokenizer "$TOY" --json)"
-expect_eq "tokenize empty" "" "$(printf '' | "$DSV4" tokenize --tokenizer "$TOY")"
-expect_eq "detokenize" "$text" \
-  "$("$DSV4" detokenize --tokenizer "$TOY" --ids 318,72,105,32,300,52,53,32,228,184,173,230,150,135,319)"
-expect_eq "detokenize spaces in list" "ab" "$("$DSV4" detokenize --tokenizer "$TOY" --ids ' 97, 98 ')"
+expect_out "tokenize csv" "318,72,105,32,300,52,53,32,228,184,173,230,150,135,319" \
+  "$DSV4" tokenize --tokenizer "$TOY" < <(printf '%s' "$text")
+expect_out "tokenize json" '{"ids":[318,72,105,32,300,52,53,32,228,184,173,230,150,135,319]}' \
+  "$DSV4" tokenize --tokenizer "$TOY" --json < <(printf '%s' "$text")
+expect_out "tokenize empty" "" "$DSV4" tokenize --tokenizer "$TOY" < <(printf '')
+expect_out "detokenize" "$text" \
+  "$DSV4" detokenize --tokenizer "$TOY" --ids 318,72,105,32,300,52,53,32,228,184,173,230,150,135,319
+expect_out "detokenize spaces in list" "ab" "$DSV4" detokenize --tokenizer "$TOY" --ids ' 97, 98 '
 # 314 is <｜begin▁of▁sentence｜> (special), 318 <think> (not special)
-expect_eq "detokenize skip special" "<think>x" "$("$DSV4" detokenize --tokenizer "$TOY" --ids 314,318,120 --skip-special)"
-expect_eq "detokenize keeps special" "<｜begin▁of▁sentence｜><think>x" "$("$DSV4" detokenize --tokenizer "$TOY" --ids 314,318,120)"
+expect_out "detokenize skip special" "<think>x" "$DSV4" detokenize --tokenizer "$TOY" --ids 314,318,120 --skip-special
+expect_out "detokenize keeps special" "<｜begin▁of▁sentence｜><think>x" \
+  "$DSV4" detokenize --tokenizer "$TOY" --ids 314,318,120
 
 printf '%s\n' '"ab"' '"<think>"' '""' >"$SCRATCH/in.jsonl"
-expect_eq "tokenize jsonl" $'[290]\n[318]\n[]' "$("$DSV4" tokenize --tokenizer "$TOY" --jsonl <"$SCRATCH/in.jsonl")"
+expect_out "tokenize jsonl" $'[290]\n[318]\n[]' "$DSV4" tokenize --tokenizer "$TOY" --jsonl <"$SCRATCH/in.jsonl"
 printf '%s\n' '[290]' '[318,120]' '[]' >"$SCRATCH/ids.jsonl"
-expect_eq "detokenize jsonl" $'"ab"\n"<think>x"\n""' "$("$DSV4" detokenize --tokenizer "$TOY" --jsonl <"$SCRATCH/ids.jsonl")"
+expect_out "detokenize jsonl" $'"ab"\n"<think>x"\n""' \
+  "$DSV4" detokenize --tokenizer "$TOY" --jsonl <"$SCRATCH/ids.jsonl"
 
 expect_error "unknown id" "unknown token id 99999" "$DSV4" detokenize --tokenizer "$TOY" --ids 1,99999
 expect_error "bad id" "'x1' is not a token id" "$DSV4" detokenize --tokenizer "$TOY" --ids 1,x1

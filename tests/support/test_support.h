@@ -24,6 +24,7 @@ std::vector<double> row_rel_l2(const std::vector<float>& computed, const std::ve
                                int64_t cols);
 struct ErrorSummary {
   double median = 0, p90 = 0, max = 0;
+  size_t nonfinite = 0;  // NaN / infinite rows: they count as +infinity, so max (and any bound on it) fails
 };
 ErrorSummary summarize(std::vector<double> errors);
 
