@@ -1,5 +1,7 @@
 #include "cache/row_pool.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace dsv4 {
@@ -37,9 +39,10 @@ uint8_t* RowPool::block_data(int32_t block) const {
 }
 
 RowTable::RowTable(RowTable&& o) noexcept
-    : pool_(o.pool_), blocks_(std::move(o.blocks_)), released_prefix_(o.released_prefix_) {
+    : pool_(o.pool_), blocks_(std::move(o.blocks_)), rows_(o.rows_), released_prefix_(o.released_prefix_) {
   o.pool_ = nullptr;
   o.blocks_.clear();
+  o.rows_ = 0;
   o.released_prefix_ = 0;
 }
 
@@ -48,9 +51,11 @@ RowTable& RowTable::operator=(RowTable&& o) noexcept {
     clear();
     pool_ = o.pool_;
     blocks_ = std::move(o.blocks_);
+    rows_ = o.rows_;
     released_prefix_ = o.released_prefix_;
     o.pool_ = nullptr;
     o.blocks_.clear();
+    o.rows_ = 0;
     o.released_prefix_ = 0;
   }
   return *this;
@@ -59,9 +64,11 @@ RowTable& RowTable::operator=(RowTable&& o) noexcept {
 void RowTable::ensure_rows(int64_t rows) {
   const int64_t need = (rows + pool_->rows_per_block() - 1) / pool_->rows_per_block();
   while (int64_t(blocks_.size()) < need) blocks_.push_back(pool_->allocate_block());
+  rows_ = std::max(rows_, rows);
 }
 
 void RowTable::truncate(int64_t rows) {
+  rows_ = std::min(rows_, rows);
   const int64_t keep = (rows + pool_->rows_per_block() - 1) / pool_->rows_per_block();
   while (int64_t(blocks_.size()) > keep) {
     if (blocks_.back() >= 0) pool_->release_block(blocks_.back());
@@ -84,11 +91,12 @@ void RowTable::clear() {
   for (int32_t b : blocks_)
     if (b >= 0) pool_->release_block(b);
   blocks_.clear();
+  rows_ = 0;
   released_prefix_ = 0;
 }
 
 bool RowTable::has_row(int64_t i) const {
-  if (!pool_ || i < 0) return false;
+  if (!pool_ || i < 0 || i >= rows_) return false;
   const int64_t b = i / pool_->rows_per_block();
   return b < int64_t(blocks_.size()) && blocks_[size_t(b)] >= 0;
 }

@@ -60,12 +60,15 @@ class RowTable {
   const RowPool& pool() const { return *pool_; }
 
   void ensure_rows(int64_t rows);     // rows [0, rows) become addressable
-  void truncate(int64_t rows);        // release blocks holding only rows >= rows
+  // Rows >= rows become unaddressable (reading one throws) and blocks holding only such
+  // rows are released: a rollback that drops a row still needed fails loudly.
+  void truncate(int64_t rows);
   void release_before(int64_t row);   // release blocks holding only rows < row
   void clear();
 
   bool has_row(int64_t i) const;
-  uint8_t* row(int64_t i) const;      // throws Error if the row was released or never reserved
+  uint8_t* row(int64_t i) const;      // throws Error if the row was released, truncated or never reserved
+  int64_t size() const { return rows_; }  // rows [0, size) were reserved and not truncated
   int64_t first_kept_row() const;     // lowest addressable row
 
   // For device backends: the block numbers (-1 = released) of rows 0.. in order.
@@ -74,6 +77,7 @@ class RowTable {
  private:
   RowPool* pool_ = nullptr;
   std::vector<int32_t> blocks_;
+  int64_t rows_ = 0;             // addressable rows end here
   int64_t released_prefix_ = 0;  // blocks [0, released_prefix_) are released
 };
 

@@ -26,7 +26,15 @@ void ThreadPool::work(int worker) {
   for (;;) {
     int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (t >= num_tasks_) break;
-    (*task_)(t, worker);
+    try {
+      (*task_)(t, worker);
+    } catch (...) {
+      // An error inside a loop body (e.g. a cache row that is not there) must reach the
+      // caller of run() as an exception, not terminate the process from a worker thread.
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_task_.store(num_tasks_, std::memory_order_relaxed);  // hand out no more tasks
+    }
   }
 }
 
@@ -53,6 +61,11 @@ void ThreadPool::run(int64_t num_tasks, Task fn) {
   for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
     if ((spin & 255) == 255) std::this_thread::yield();
     else _mm_pause();
+  }
+  if (error_) {
+    std::exception_ptr e;
+    std::swap(e, error_);
+    std::rethrow_exception(e);
   }
 }
 

@@ -1,7 +1,8 @@
 // A persistent pool of worker threads for data-parallel loops.
 //
 // run(n, fn) calls fn(task, worker) for task = 0..n-1, spread over the workers and the
-// calling thread, and returns when all calls are done. Tasks are handed out dynamically;
+// calling thread, and returns when all calls are done. If a call throws, no further tasks
+// start and run() rethrows the first exception on the calling thread. Tasks are handed out dynamically;
 // callers keep results independent of which worker ran a task (each task writes its own
 // outputs), so results never depend on the thread count.
 //
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <type_traits>
 #include <mutex>
@@ -80,6 +82,8 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   int64_t num_tasks_ = 0;
   const Task* task_ = nullptr;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // the first exception a task threw in the running job
 };
 
 }  // namespace dsv4

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -46,6 +48,29 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnceForAnySize) {
       for (int64_t i = b; i < e; ++i) covered[size_t(i)] += 1;
     });
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(covered[size_t(i)], 1) << "n " << n << " index " << i;
+  }
+}
+
+TEST(ThreadPool, AnExceptionInATaskReachesTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t bad : {0, 5, 99}) {
+      std::atomic<int64_t> ran{0};
+      try {
+        pool.run(100, [&](int64_t t, int) {
+          ran.fetch_add(1);
+          if (t == bad) throw std::runtime_error("task " + std::to_string(t) + " failed");
+        });
+        ADD_FAILURE() << "run() returned normally although task " << bad << " threw";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), "task " + std::to_string(bad) + " failed");
+      }
+      EXPECT_GE(ran.load(), 1);
+      // The pool keeps working after an error.
+      std::atomic<int64_t> sum{0};
+      pool.run(50, [&](int64_t t, int) { sum.fetch_add(t); });
+      EXPECT_EQ(sum.load(), 49 * 50 / 2) << threads << " threads";
+    }
   }
 }
 
