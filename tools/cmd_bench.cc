@@ -20,13 +20,14 @@ namespace dsv4::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, aligned_model;
+  std::string model, e2e_model;
   bool json = false;
   int threads = 0;
   int64_t context = 4096;
   int reps = 7;
   int64_t mtp_vocab = 32768;
-  int64_t e2e_prompt = 32, e2e_tokens = 32;
+  int64_t e2e_prompt = 0, e2e_tokens = 64;  // prompt 0: the sliding window + 32 tokens
+  int e2e_rounds = 3;
   double bandwidth_gib = 1.0;
 };
 
@@ -92,11 +93,37 @@ int run_bench(const BenchArgs& a) {
   if (r.mtp_vocab > 0) sm_vocab = bench::model_speedup(r, pattern, r.draft_vocab.ms, alphas, ks);
 
   std::vector<bench::EndToEnd> e2e;
-  const std::string e2e_model = a.aligned_model.empty() ? a.model : a.aligned_model;
+  const std::string e2e_model = a.e2e_model.empty() ? a.model : a.e2e_model;
+  std::vector<int64_t> own_pattern;
+  int64_t e2e_prompt = 0;
   {
     auto engine = Engine::open(e2e_model, {a.threads, true, 0, 16});
+    const ModelConfig& c = engine->config();
+    // Past the first window: there the MTP's window holds one row fewer than the target's
+    // (it has no row for position 0), which is not the steady state of a long generation.
+    e2e_prompt = a.e2e_prompt > 0 ? a.e2e_prompt : c.sliding_window + 32;
     progress("end to end on " + e2e_model);
-    e2e = bench::run_end_to_end(*engine, {0, 1, 2, 3}, a.e2e_prompt, a.e2e_tokens, 7);
+    e2e = bench::run_end_to_end(*engine, {0, 1, 2, 3, 4}, e2e_prompt, a.e2e_tokens, 7, a.e2e_rounds);
+    own_pattern.assign(c.compress_ratios.begin(), c.compress_ratios.begin() + c.num_hidden_layers);
+  }
+  // The speedup model at the acceptance measured end to end: for the measured checkpoint's own
+  // layers (comparable with the measured speedup) and for the full model.
+  const bench::LayerKind* mtp_block = nullptr;
+  for (const bench::LayerKind& k : r.kinds)
+    if (k.layer < 0) mtp_block = &k;
+  DSV4_CHECK(mtp_block, "bench: the MTP block was not measured");
+  const bench::SpeedupModel sm_own = bench::model_speedup(r, own_pattern, r.draft.ms, {}, ks);
+  struct AtAcceptance {
+    bench::MeasuredSpeedup own, full, full_vocab;
+  };
+  std::vector<AtAcceptance> at(e2e.size());
+  for (size_t i = 0; i < e2e.size(); ++i) {
+    const int k = e2e[i].k;
+    if (k == 0) continue;
+    at[i].own = bench::speedup_at_acceptance(sm_own, *mtp_block, k, e2e[i].acceptance_by_position);
+    at[i].full = bench::speedup_at_acceptance(sm, *mtp_block, k, e2e[i].acceptance_by_position);
+    if (r.mtp_vocab > 0)
+      at[i].full_vocab = bench::speedup_at_acceptance(sm_vocab, *mtp_block, k, e2e[i].acceptance_by_position);
   }
 
   j["model"] = a.model;
@@ -147,9 +174,29 @@ int run_bench(const BenchArgs& a) {
   if (r.mtp_vocab > 0) j["speedup_model_vocab32k"] = speedup_json(sm_vocab);
   j["end_to_end"]["model"] = e2e_model;
   j["end_to_end"]["new_tokens"] = a.e2e_tokens;
-  for (auto& e : e2e)
-    j["end_to_end"]["runs"].push_back({{"k", e.k}, {"tokens_per_s", e.tokens_per_s}, {"acceptance", e.acceptance},
-                                       {"mean_accepted_length", e.mean_accepted_length}});
+  j["end_to_end"]["prompt_tokens"] = e2e_prompt;
+  j["end_to_end"]["rounds"] = a.e2e_rounds;
+  auto measured_json = [](const bench::MeasuredSpeedup& p) {
+    return nlohmann::json{{"tokens_per_step", p.tokens_per_step}, {"step_ms", p.step_ms},
+                          {"recompute_ms", p.recompute_ms}, {"speedup", p.speedup}};
+  };
+  for (size_t i = 0; i < e2e.size(); ++i) {
+    const bench::EndToEnd& e = e2e[i];
+    nlohmann::json run = {{"k", e.k},
+                          {"tokens_per_s", e.tokens_per_s},
+                          {"round_tokens_per_s", e.round_tokens_per_s},
+                          {"speedup", e2e[0].tokens_per_s > 0 ? e.tokens_per_s / e2e[0].tokens_per_s : 0.0},
+                          {"acceptance", e.acceptance},
+                          {"acceptance_by_position", e.acceptance_by_position},
+                          {"partial_share", e.partial_share},
+                          {"mean_accepted_length", e.mean_accepted_length}};
+    if (e.k > 0) {
+      run["model_this_checkpoint"] = measured_json(at[i].own);
+      run["model_full"] = measured_json(at[i].full);
+      if (r.mtp_vocab > 0) run["model_full_vocab32k"] = measured_json(at[i].full_vocab);
+    }
+    j["end_to_end"]["runs"].push_back(run);
+  }
   if (a.json) {
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
@@ -206,10 +253,22 @@ int run_bench(const BenchArgs& a) {
   if (r.mtp_vocab > 0) print_model(sm_vocab, ("draft head of " + std::to_string(r.mtp_vocab) + " rows").c_str());
   std::printf("  (speedup = E·T_decode / (T_verify(k+1) + k·T_draft), E = (1 - a^(k+1)) / (1 - a))\n");
 
-  std::printf("\n  end to end on %s (%lld new tokens, greedy):\n", e2e_model.c_str(), (long long)a.e2e_tokens);
-  for (auto& e : e2e)
-    std::printf("    k=%d  %7.2f tokens/s  acceptance %.2f  tokens per step %.2f\n", e.k, e.tokens_per_s, e.acceptance,
-                e.mean_accepted_length);
+  std::printf("\n  end to end on %s (%lld prompt tokens, %lld new, greedy, median of %d interleaved rounds):\n",
+              e2e_model.c_str(), (long long)e2e_prompt, (long long)a.e2e_tokens, a.e2e_rounds);
+  std::printf("  %-3s %9s %8s %8s %-31s %8s   %s\n", "k", "tokens/s", "speedup", "tok/step", "acceptance by position",
+              "partial", "speedup model at this acceptance: this checkpoint / 43 layers (full head, 32k head)");
+  for (size_t i = 0; i < e2e.size(); ++i) {
+    const bench::EndToEnd& e = e2e[i];
+    std::string by;
+    for (double x : e.acceptance_by_position) by += (by.empty() ? "" : " ") + std::to_string(x).substr(0, 4);
+    std::printf("  %-3d %9.2f %8.2f %8.2f %-31s %8.2f", e.k, e.tokens_per_s,
+                e2e[0].tokens_per_s > 0 ? e.tokens_per_s / e2e[0].tokens_per_s : 0.0, e.mean_accepted_length,
+                by.c_str(), e.partial_share);
+    if (e.k > 0)
+      std::printf("   %.2f / %.2f, %.2f (MTP recompute %.2f ms a step)", at[i].own.speedup, at[i].full.speedup,
+                  at[i].full_vocab.speedup, at[i].own.recompute_ms);
+    std::printf("\n");
+  }
   return 0;
 }
 
@@ -219,8 +278,9 @@ void register_bench(CLI::App& app, CommandResult& result) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure bandwidth, draft/decode/verify costs and speculative speedup");
   cmd->add_option("--model", a->model, "checkpoint directory (with the MTP module)")->required();
-  cmd->add_option("--aligned-model", a->aligned_model,
-                  "aligned checkpoint for the end-to-end runs (default: --model itself)");
+  cmd->add_option("--e2e-model,--aligned-model", a->e2e_model,
+                  "checkpoint of the end-to-end runs (default: --model itself; use a mirror preset for real "
+                  "partial acceptance)");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->add_option("--threads", a->threads, "threads (0 = all cores)");
   cmd->add_option("--context", a->context, "tokens prefilled before timing decode steps")->capture_default_str();
@@ -228,7 +288,10 @@ void register_bench(CLI::App& app, CommandResult& result) {
   cmd->add_option("--mtp-vocab", a->mtp_vocab, "draft head rows of the limited-vocabulary draft step (0: skip)")
       ->capture_default_str();
   cmd->add_option("--e2e-tokens", a->e2e_tokens, "tokens generated per end-to-end run")->capture_default_str();
-  cmd->add_option("--e2e-prompt", a->e2e_prompt, "prompt tokens of the end-to-end runs")->capture_default_str();
+  cmd->add_option("--e2e-prompt", a->e2e_prompt,
+                  "prompt tokens of the end-to-end runs (default: the sliding window + 32, past the first window)");
+  cmd->add_option("--e2e-rounds", a->e2e_rounds, "interleaved rounds of the end-to-end runs (median reported)")
+      ->capture_default_str();
   cmd->add_option("--bandwidth-gib", a->bandwidth_gib, "buffer of the bandwidth measurement (GiB)")
       ->capture_default_str();
   cmd->callback([a, &result] { result.exit_code = run_bench(*a); });

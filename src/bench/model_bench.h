@@ -72,15 +72,20 @@ struct ModelBenchResult {
 
 ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& options);
 
-// Speculative decoding end to end: greedy generation with k drafts per step.
+// Speculative decoding end to end: greedy generation with k drafts per step, the k values
+// run interleaved, `rounds` times (tokens/s is the median over rounds; greedy acceptance is
+// the same in every round).
 struct EndToEnd {
   int k = 0;
-  double tokens_per_s = 0;
-  double acceptance = 0;          // accepted / drafted
-  double mean_accepted_length = 0;  // tokens per verification step
+  double tokens_per_s = 0;                 // median over rounds
+  std::vector<double> round_tokens_per_s;
+  double acceptance = 0;                   // accepted / drafted
+  std::vector<double> acceptance_by_position;  // P(drafts 1..j all accepted)
+  double mean_accepted_length = 0;         // tokens per verification step
+  double partial_share = 0;                // steps accepting some drafts, not all
 };
 std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<int>& ks, int64_t prompt_tokens,
-                                     int64_t new_tokens, uint64_t seed);
+                                     int64_t new_tokens, uint64_t seed, int rounds = 1);
 
 // Block::forward alone over rows at positions pos0.. of one sequence (x: the block input
 // [rows, hc, D] on the host); the cache rows it writes are those a real pass would write.

@@ -1,6 +1,7 @@
 #include "bench/speedup_model.h"
 
 #include <cmath>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -45,6 +46,41 @@ SpeedupModel model_speedup(const ModelBenchResult& r, const std::vector<int64_t>
       m.points.push_back(p);
     }
   return m;
+}
+
+namespace {
+
+// The MTP block's cost for n rows: measured decode (1 row) and extends, linear in between.
+double block_ms(const LayerKind& block, int64_t n) {
+  std::map<int64_t, double> at = {{1, block.decode.ms}};
+  for (auto& [rows, f] : block.extend) at[rows] = f.ms;
+  auto hi = at.lower_bound(n);
+  DSV4_CHECK(hi != at.end(), "speedup model: the MTP block was measured up to ", at.rbegin()->first, " rows, not ", n);
+  if (hi->first == n || hi == at.begin()) return hi->second;
+  auto lo = std::prev(hi);
+  const double t = double(n - lo->first) / double(hi->first - lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+}  // namespace
+
+MeasuredSpeedup speedup_at_acceptance(const SpeedupModel& m, const LayerKind& mtp_block, int k,
+                                      const std::vector<double>& reach) {
+  DSV4_CHECK(int(reach.size()) == k, "speedup model: ", reach.size(), " acceptance figures for k = ", k);
+  auto verify = m.verify_ms.find(k + 1);
+  DSV4_CHECK(verify != m.verify_ms.end(), "speedup model: no verification of ", k + 1, " rows");
+  MeasuredSpeedup p;
+  p.k = k;
+  p.reach = reach;
+  p.tokens_per_step = 1.0;
+  for (double r : reach) p.tokens_per_step += r;
+  for (int a = 1; a <= k; ++a) {
+    const double prob = reach[size_t(a - 1)] - (a < k ? reach[size_t(a)] : 0.0);
+    p.recompute_ms += prob * (block_ms(mtp_block, 1 + a) - block_ms(mtp_block, 1));
+  }
+  p.step_ms = verify->second + k * m.draft_ms + p.recompute_ms;
+  p.speedup = p.tokens_per_step * m.decode_ms / p.step_ms;
+  return p;
 }
 
 }  // namespace dsv4::bench

@@ -34,4 +34,19 @@ struct SpeedupModel {
 SpeedupModel model_speedup(const ModelBenchResult& r, const std::vector<int64_t>& pattern, double draft_ms,
                            const std::vector<double>& alphas, const std::vector<int>& ks);
 
+// The speedup at a measured acceptance. reach[j] = P(drafts 1..j+1 all accepted), as
+// DecodeMetrics measures it (accepted_at[j] / drafted_at[j]); a step then yields
+// E = 1 + Σ_j reach[j] tokens. Its cost adds to T_verify(k+1) + k·T_draft the MTP's
+// recomputation of the a verified rows, which run in the next first-draft pass (its block
+// then processes 1 + a rows; the head still one):
+//   T_recompute = Σ_a P(a) · (T_block(1 + a) − T_block(1)),  P(a) = reach[a−1] − reach[a].
+// T_block(n) is the measured MTP block for n rows (linear between measured row counts).
+struct MeasuredSpeedup {
+  int k = 0;
+  std::vector<double> reach;
+  double tokens_per_step = 0, step_ms = 0, recompute_ms = 0, speedup = 0;
+};
+MeasuredSpeedup speedup_at_acceptance(const SpeedupModel& m, const LayerKind& mtp_block, int k,
+                                      const std::vector<double>& reach);
+
 }  // namespace dsv4::bench

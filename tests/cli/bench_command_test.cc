@@ -23,7 +23,8 @@ void expect_step(const nlohmann::json& s, const std::string& what) {
 
 TEST(BenchCommand, JsonHasEveryFigure) {
   auto r = test::run_cli("bench --model " + test::tiny_a_dir().string() +
-                         " --context 80 --reps 2 --e2e-tokens 4 --e2e-prompt 8 --bandwidth-gib 0.0625 --threads 2 --json");
+                         " --context 80 --reps 2 --e2e-tokens 12 --e2e-prompt 8 --e2e-rounds 2 --bandwidth-gib 0.0625"
+                         " --threads 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_GT(j.at("mem_bandwidth_gbs").get<double>(), 0.0);
@@ -42,10 +43,24 @@ TEST(BenchCommand, JsonHasEveryFigure) {
   EXPECT_EQ(layers, 43);
   EXPECT_EQ(sm.at("points").size(), 16u);
   const auto& runs = j.at("end_to_end").at("runs");
-  ASSERT_EQ(runs.size(), 4u);
+  ASSERT_EQ(runs.size(), 5u);
   for (size_t k = 0; k < runs.size(); ++k) {
+    SCOPED_TRACE("k = " + std::to_string(k));
     EXPECT_EQ(runs[k].at("k").get<int>(), int(k));
     EXPECT_GT(runs[k].at("tokens_per_s").get<double>(), 0.0);
+    EXPECT_EQ(runs[k].at("round_tokens_per_s").size(), 2u);
+    EXPECT_EQ(runs[k].at("acceptance_by_position").size(), k);
+    if (k == 0) continue;
+    for (const char* m : {"model_this_checkpoint", "model_full"}) {
+      const auto& p = runs[k].at(m);
+      // E = 1 + the sum of the measured acceptance by position.
+      double e = 1;
+      for (auto& a : runs[k].at("acceptance_by_position")) e += a.get<double>();
+      EXPECT_NEAR(p.at("tokens_per_step").get<double>(), e, 1e-9) << m;
+      EXPECT_GT(p.at("step_ms").get<double>(), 0.0) << m;
+      EXPECT_GE(p.at("recompute_ms").get<double>(), 0.0) << m;
+      EXPECT_GT(p.at("speedup").get<double>(), 0.0) << m;
+    }
   }
 }
 

@@ -88,5 +88,25 @@ TEST(BenchAccounting, SpeedupModelIsTheFormula) {
   }
 }
 
+TEST(BenchAccounting, SpeedupAtMeasuredAcceptanceCountsTheMtpRecomputation) {
+  bench::SpeedupModel m;
+  m.decode_ms = 20.0;
+  m.draft_ms = 2.0;
+  m.verify_ms[3] = 30.0;
+  bench::LayerKind block;
+  block.layer = -1;
+  block.decode.ms = 1.0;
+  block.extend[2].ms = 1.5;
+  block.extend[4].ms = 2.5;  // 3 rows: interpolated to 2.0
+  // P(d1 accepted) = 0.8, P(d1 and d2) = 0.5: P(a=1) = 0.3, P(a=2) = 0.5, P(a=0) = 0.2.
+  const auto p = bench::speedup_at_acceptance(m, block, 2, {0.8, 0.5});
+  EXPECT_DOUBLE_EQ(p.tokens_per_step, 2.3);
+  EXPECT_DOUBLE_EQ(p.recompute_ms, 0.3 * (1.5 - 1.0) + 0.5 * (2.0 - 1.0));  // 0.65
+  EXPECT_DOUBLE_EQ(p.step_ms, 30.0 + 2 * 2.0 + 0.65);
+  EXPECT_NEAR(p.speedup, 2.3 * 20.0 / 34.65, 1e-12);
+  EXPECT_THROW(bench::speedup_at_acceptance(m, block, 2, {0.8}), Error);
+  EXPECT_THROW(bench::speedup_at_acceptance(m, block, 4, {0.9, 0.8, 0.7, 0.6}), Error);  // no verify of 5 rows
+}
+
 }  // namespace
 }  // namespace dsv4
