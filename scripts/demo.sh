@@ -37,3 +37,11 @@ for k in 0 1 2 3; do
   echo -n "draft $k: "
   build/dsv4 generate --model "$demo/aligned" --prompt-tokens 0,5,17,99,3 --max-new-tokens 128 --ignore-eos --draft $k 2>&1 >/dev/null
 done
+
+echo; echo "== speculative decoding on the mirror preset (drafts accepted often, not always: partial steps)"
+build/dsv4 make-checkpoint --preset mirror --seed 1 --out "$demo/mirror" --quiet
+for k in 0 1 2 3 4; do
+  echo -n "draft $k: "
+  build/dsv4 generate --model "$demo/mirror" --prompt-tokens 0,5,17,99,3,42,7,600,31,8 --max-new-tokens 300 \
+    --ignore-eos --draft $k 2>&1 >/dev/null
+done
