@@ -69,12 +69,23 @@ FillValues successor_head_fill(const ModelConfig& config, uint64_t seed, int64_t
   };
 }
 
+void set_identity_plus_noise(WeightJob& job, float perturb) {
+  if (perturb == 0.0f) job.fixed_fp8_scale_exp = 0;  // exactly I: 1.0 x 2^0
+  const int64_t cols = job.cols;
+  const float g_std = 1.0f / std::sqrt(float(cols));
+  job.fill = [cols, perturb, g_std](int64_t row0, int64_t row1, RandomStream& rng, float* out) {
+    const size_t count = size_t((row1 - row0) * cols);
+    if (perturb > 0.0f) rng.normal(out, count, 0.0f, perturb * g_std);
+    else std::fill(out, out + count, 0.0f);
+    for (int64_t r = row0; r < row1; ++r) out[(r - row0) * cols + r] += 1.0f;
+  };
+}
+
 std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_mtp, uint64_t seed,
                                            const AlignedOptions& options) {
   DSV4_CHECK(std::isfinite(options.perturb) && options.perturb >= 0, "make-checkpoint: --perturb must be ",
              "a finite value >= 0, got ", options.perturb);
   std::vector<WeightJob> jobs = random_weight_jobs(config, with_mtp);
-  const int64_t D = config.hidden_size;
   const float alpha = options.alpha;
   const float perturb = float(options.perturb);
 
@@ -90,15 +101,7 @@ std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_
     } else if (is_block_output_projection(n) || (n.rfind("mtp.", 0) == 0 && ends_with(n, ".h_proj.weight"))) {
       job.fill = fill_from(ValueDistribution::constant(0.0f), cols);
     } else if (n.rfind("mtp.", 0) == 0 && ends_with(n, ".e_proj.weight")) {
-      // I + X * G, G ~ N(0, 1/D); exactly I (1.0 x 2^0) when X = 0.
-      if (perturb == 0.0f) job.fixed_fp8_scale_exp = 0;
-      const float g_std = 1.0f / std::sqrt(float(D));
-      job.fill = [cols, perturb, g_std](int64_t row0, int64_t row1, RandomStream& rng, float* out) {
-        const size_t count = size_t((row1 - row0) * cols);
-        if (perturb > 0.0f) rng.normal(out, count, 0.0f, perturb * g_std);
-        else std::fill(out, out + count, 0.0f);
-        for (int64_t r = row0; r < row1; ++r) out[(r - row0) * cols + r] += 1.0f;
-      };
+      set_identity_plus_noise(job, perturb);
     }
   }
   return jobs;

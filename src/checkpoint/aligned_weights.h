@@ -39,6 +39,8 @@ std::vector<int64_t> aligned_successor(const ModelConfig& config, uint64_t seed)
 // exactly 1 before rounding; head row v = alpha * e_{f^-1(v)} / |e_{f^-1(v)}|.
 FillValues successor_embed_fill(uint64_t seed, int64_t cols, bool unit_rms);
 FillValues successor_head_fill(const ModelConfig& config, uint64_t seed, int64_t cols, bool unit_rms, float alpha);
+// A square FP8 job (e_proj) = I + X·G, G ~ N(0, 1/D); exactly I (1.0 × 2^0 tiles) when X = 0.
+void set_identity_plus_noise(WeightJob& job, float perturb);
 
 std::vector<WeightJob> aligned_weight_jobs(const ModelConfig& config, bool with_mtp, uint64_t seed,
                                            const AlignedOptions& options);

@@ -88,14 +88,7 @@ std::vector<WeightJob> mirror_weight_jobs(const ModelConfig& config, bool with_m
       // hnorm(X) has RMS 1 per stream: entries N(0, h²/D) give a term of RMS h.
       job.fill = fill_from(ValueDistribution::normal(0.0f, options.h_proj / std::sqrt(float(D))), cols);
     } else if (n == "mtp.0.e_proj.weight") {
-      if (perturb == 0.0f) job.fixed_fp8_scale_exp = 0;  // exactly I: 1.0 × 2^0
-      const float g_std = 1.0f / std::sqrt(float(D));
-      job.fill = [cols, perturb, g_std](int64_t row0, int64_t row1, RandomStream& rng, float* out) {
-        const size_t count = size_t((row1 - row0) * cols);
-        if (perturb > 0.0f) rng.normal(out, count, 0.0f, perturb * g_std);
-        else std::fill(out, out + count, 0.0f);
-        for (int64_t r = row0; r < row1; ++r) out[(r - row0) * cols + r] += 1.0f;
-      };
+      set_identity_plus_noise(job, perturb);
     }
   }
 
