@@ -20,6 +20,7 @@ struct GenerateArgs {
   std::string model;
   std::vector<std::string> prompt_tokens;
   std::string prompt;  // text (needs the checkpoint's tokenizer)
+  std::string prompt_file, prompt_tokens_file;  // the same from a file ("-": standard input)
   int64_t max_new_tokens = 64;
   float temperature = 0.0f, top_p = 1.0f;
   int64_t top_k = 0;
@@ -45,11 +46,17 @@ int run_generate(const GenerateArgs& a) {
   if (!a.ignore_eos) o.eos = int32_t(c.eos_token_id);
 
   if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json);
+  if (!a.prompt_file.empty()) return generate_text(*engine, read_text_file(a.prompt_file), o, a.json);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
     prompts.push_back(parse_token_list(p));
     check_token_ids(prompts.back(), c.vocab_size, "--prompt-tokens");
+  }
+  if (!a.prompt_tokens_file.empty()) {
+    prompts.push_back(read_token_file(a.prompt_tokens_file));
+    DSV4_CHECK(!prompts.back().empty(), a.prompt_tokens_file, ": no token ids");
+    check_token_ids(prompts.back(), c.vocab_size, a.prompt_tokens_file);
   }
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   auto outputs = decoder.generate(prompts, o);
@@ -76,7 +83,15 @@ void register_generate(CLI::App& app, CommandResult& result) {
   auto* ids = cmd->add_option("--prompt-tokens", args->prompt_tokens,
                               "prompt token ids t0,t1,... (repeat for a batch decoded together)");
   auto* text = cmd->add_option("--prompt", args->prompt, "prompt text (tokenized with the checkpoint's tokenizer.json)");
+  auto* text_file = cmd->add_option("--prompt-file", args->prompt_file,
+                                    "prompt text from a file ('-': standard input), for prompts too long for an argument");
+  auto* ids_file = cmd->add_option("--prompt-tokens-file", args->prompt_tokens_file,
+                                   "prompt token ids from a file, one per line ('-': standard input)");
   ids->excludes(text);
+  ids->excludes(text_file);
+  text->excludes(text_file);
+  text->excludes(ids_file);
+  text_file->excludes(ids_file);
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate at most (default 64)");
   cmd->add_option("--temperature", args->temperature, "0 = greedy (default)");
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass (default 1)");
@@ -87,8 +102,9 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
-  cmd->callback([args, &result, ids, text] {
-    if (ids->count() == 0 && text->count() == 0) throw CLI::RequiredError("--prompt-tokens or --prompt");
+  cmd->callback([args, &result, ids, text, text_file, ids_file] {
+    if (ids->count() + text->count() + text_file->count() + ids_file->count() == 0)
+      throw CLI::RequiredError("--prompt-tokens, --prompt-tokens-file, --prompt or --prompt-file");
     result.exit_code = run_generate(*args);
   });
 }

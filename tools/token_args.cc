@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -33,7 +35,9 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
 }
 
 std::vector<int32_t> read_token_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream file;
+  if (path != "-") file.open(path);
+  std::istream& in = path == "-" ? std::cin : file;
   DSV4_CHECK(in.good(), path, ": cannot read");
   std::vector<int32_t> ids;
   std::string line;
@@ -42,6 +46,16 @@ std::vector<int32_t> read_token_file(const std::string& path) {
     ids.push_back(parse_id(line, path + ":" + std::to_string(n)));
   }
   return ids;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream file;
+  if (path != "-") file.open(path, std::ios::binary);
+  std::istream& in = path == "-" ? std::cin : file;
+  DSV4_CHECK(in.good(), path, ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 void check_token_ids(const std::vector<int32_t>& ids, int64_t vocab, const std::string& what) {

@@ -104,6 +104,27 @@ TEST(GenerateCommand, JsonOutputPlainAndSpeculative) {
   EXPECT_GT(j3["drafted"].get<int64_t>(), 0);
 }
 
+TEST(GenerateCommand, PromptTokensFromAFileOrStandardInput) {
+  const std::string model = " --model " + test::tiny_a_dir().string() + " --max-new-tokens 12 --json --ignore-eos";
+  auto args = test::run_cli("generate" + model + " --prompt-tokens 0,5,17,99,3");
+  ASSERT_EQ(args.exit_code, 0) << args.out;
+  const auto expected = nlohmann::json::parse(args.out)["tokens"];
+  ASSERT_EQ(expected.size(), 12u);
+  const auto file = test::scratch_dir("prompt-file") / "prompt.txt";
+  std::ofstream(file) << "0\n5\n\n17\n99\n3\n";
+  auto from_file = test::run_cli("generate" + model + " --prompt-tokens-file " + file.string());
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.out;
+  EXPECT_EQ(nlohmann::json::parse(from_file.out)["tokens"], expected);
+  auto from_stdin = test::run_shell("printf '0\\n5\\n17\\n99\\n3\\n' | " + std::string(DSV4_CLI) + " generate" + model +
+                                    " --prompt-tokens-file -");
+  ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.out;
+  EXPECT_EQ(nlohmann::json::parse(from_stdin.out)["tokens"], expected);
+  std::ofstream(file) << "0\n5\nseventeen\n";
+  auto bad = test::run_cli("generate" + model + " --prompt-tokens-file " + file.string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("prompt.txt:3"), std::string::npos) << bad.out;
+}
+
 TEST(GenerateCommand, ClearErrors) {
   const std::string model = " --model " + test::tiny_a_dir().string();
   auto unknown = test::run_cli("generate" + model + " --prompt-tokens 0,5,1024");
