@@ -28,6 +28,7 @@ struct GenerateArgs {
   bool json = false, ignore_eos = false;
   int draft = 0;
   int64_t mtp_vocab = 0;
+  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int threads = 0;
 };
 
@@ -45,8 +46,10 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.top_p > 0 && a.top_p <= 1, "--top-p must be in (0, 1]");
   if (!a.ignore_eos) o.eos = int32_t(c.eos_token_id);
 
-  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json);
-  if (!a.prompt_file.empty()) return generate_text(*engine, read_text_file(a.prompt_file), o, a.json);
+  DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
+  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk);
+  if (!a.prompt_file.empty())
+    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
@@ -59,6 +62,7 @@ int run_generate(const GenerateArgs& a) {
     check_token_ids(prompts.back(), c.vocab_size, a.prompt_tokens_file);
   }
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  decoder.set_prefill_chunk(a.prefill_chunk);
   auto outputs = decoder.generate(prompts, o);
   const DecodeMetrics& m = decoder.metrics();
   if (a.json) {
@@ -100,6 +104,9 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
   cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  cmd->add_option("--prefill-chunk", args->prefill_chunk,
+                  "prompt tokens per prefill pass (bounds memory; any size gives the same output)")
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
   cmd->callback([args, &result, ids, text, text_file, ids_file] {

@@ -9,7 +9,8 @@
 
 namespace dsv4::cli {
 
-int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json) {
+int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
+                  int64_t prefill_chunk) {
   const text::Tokenizer tok = load_model_tokenizer(engine.files->dir, engine.config());
   const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/true);
   GenerateOptions o = options;
@@ -19,6 +20,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
   text::StreamingDecoder stream(tok, /*skip_special=*/true);
   std::string all_text;
   SpeculativeDecoder decoder(*engine.target, engine.proposer.get());
+  decoder.set_prefill_chunk(prefill_chunk);
   auto outputs = decoder.generate(std::vector<std::vector<int32_t>>{ids}, o,
                                   [&](size_t, std::span<const int32_t> tokens) {
                                     std::string piece;

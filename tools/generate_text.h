@@ -7,6 +7,7 @@
 
 namespace dsv4::cli {
 
-int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json);
+int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
+                  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk);
 
 }  // namespace dsv4::cli

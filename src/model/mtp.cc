@@ -52,7 +52,8 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
     DSV4_CHECK(r.streams, "mtp forward: request without input streams");
     out.rows_begin.push_back(p.rows());
     out.logits_begin.push_back(int64_t(logit_rows.size()));
-    p.add_sequence(r.sequence, r.tokens, r.all_logits, c_.vocab_size, c_.max_position_embeddings, logit_rows);
+    p.add_sequence(r.sequence, r.tokens, r.all_logits, r.no_logits, c_.vocab_size, c_.max_position_embeddings,
+                   logit_rows);
   }
   const int64_t n = p.rows();
 
@@ -64,18 +65,19 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   Tensor x = block_.forward(p, combine(p, streams));
 
   const int64_t m = int64_t(logit_rows.size());
-  Tensor selected = x;
-  if (m != n) {
-    selected = p.alloc({m, hc, D});
-    p.be.gather_rows(x, logit_rows, selected);
-  }
-  Tensor logits = p.alloc({m, head_view_.rows});
-  target_.head(p, selected, w_.hc_head, w_.norm, head_view_, logits, "mtp");
-
   out.vocab = head_view_.rows;
   out.hidden_width = width;
   out.logits.resize(size_t(m * head_view_.rows));
-  p.be.to_host(logits, out.logits.data());
+  if (m > 0) {
+    Tensor selected = x;
+    if (m != n) {
+      selected = p.alloc({m, hc, D});
+      p.be.gather_rows(x, logit_rows, selected);
+    }
+    Tensor logits = p.alloc({m, head_view_.rows});
+    target_.head(p, selected, w_.hc_head, w_.norm, head_view_, logits, "mtp");
+    p.be.to_host(logits, out.logits.data());
+  }
   out.streams.resize(size_t(n * width));
   p.be.to_host(x, out.streams.data());
   p.commit_sequences();

@@ -33,6 +33,7 @@ class MtpModule {
     const float* streams = nullptr;       // [n, hc·D]: the input streams (target's, or the MTP's own)
     std::span<const int32_t> tokens;      // [n]: the token after each stream's position
     bool all_logits = false;
+    bool no_logits = false;               // rows for the cache only (a long prompt's): no head at all
   };
   struct Output {
     std::vector<float> logits;            // [logit rows, vocab()]

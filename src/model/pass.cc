@@ -22,7 +22,7 @@ void Tracer::record(const std::string& name, const Tensor& t, Backend& be) {
 }
 
 void Pass::add_sequence(SequenceCache* sequence, std::span<const int32_t> new_tokens, bool all_logits,
-                        int64_t vocab, int64_t max_positions, std::vector<int64_t>& logit_rows) {
+                        bool no_logits, int64_t vocab, int64_t max_positions, std::vector<int64_t>& logit_rows) {
   DSV4_CHECK(sequence && !new_tokens.empty(), "forward: request ", sequences.size(), " has no tokens");
   const int64_t start = sequence->length(), end = start + int64_t(new_tokens.size());
   DSV4_CHECK(end <= max_positions, "sequence of ", end, " tokens exceeds the context limit (max_position_embeddings = ",
@@ -33,7 +33,7 @@ void Pass::add_sequence(SequenceCache* sequence, std::span<const int32_t> new_to
   for (size_t t = 0; t < new_tokens.size(); ++t) {
     const int32_t token = new_tokens[t];
     DSV4_CHECK(token >= 0 && token < vocab, "token id ", token, " is outside the vocabulary (", vocab, " tokens)");
-    if (all_logits || t + 1 == new_tokens.size()) logit_rows.push_back(rows());
+    if (!no_logits && (all_logits || t + 1 == new_tokens.size())) logit_rows.push_back(rows());
     tokens.push_back(token);
     positions.push_back(start + int64_t(t));
     sequence_of_row.push_back(index);

@@ -48,10 +48,10 @@ struct Pass {
 
   // Adds a sequence's next tokens as rows at positions length..length+n-1 (checking the
   // ids against `vocab` and the end against `max_positions`); the rows whose logits are
-  // wanted (all, or the last) are appended to `logit_rows`. The phase is "prefill" while
-  // every sequence starts at position 0.
-  void add_sequence(SequenceCache* sequence, std::span<const int32_t> new_tokens, bool all_logits, int64_t vocab,
-                    int64_t max_positions, std::vector<int64_t>& logit_rows);
+  // wanted (all, the last, or none) are appended to `logit_rows`. The phase is "prefill"
+  // while every sequence starts at position 0.
+  void add_sequence(SequenceCache* sequence, std::span<const int32_t> new_tokens, bool all_logits, bool no_logits,
+                    int64_t vocab, int64_t max_positions, std::vector<int64_t>& logit_rows);
   // After the pass: each sequence has grown by its rows; rows no rollback can need are released.
   void commit_sequences();
   LayerCache& cache(int64_t row, size_t layer) const {

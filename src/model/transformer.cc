@@ -63,7 +63,8 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   for (const Request& r : requests) {
     out.rows_begin.push_back(p.rows());
     out.logits_begin.push_back(int64_t(logit_rows.size()));
-    p.add_sequence(r.sequence, r.tokens, r.all_logits, config_.vocab_size, config_.max_position_embeddings, logit_rows);
+    p.add_sequence(r.sequence, r.tokens, r.all_logits, r.no_logits, config_.vocab_size,
+                   config_.max_position_embeddings, logit_rows);
   }
 
   const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
@@ -72,18 +73,19 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   for (const Block& block : blocks_) x = block.forward(p, x);
 
   const int64_t m = int64_t(logit_rows.size());
-  Tensor selected = x;
-  if (m != n) {
-    selected = p.alloc({m, hc, D});
-    p.be.gather_rows(x, logit_rows, selected);
-  }
-  Tensor logits = p.alloc({m, config_.vocab_size});
-  head(p, selected, weights_.hc_head, weights_.norm, weights_.head, logits, "head");
-
   out.vocab = config_.vocab_size;
   out.hidden_width = hc * D;
   out.logits.resize(size_t(m * config_.vocab_size));
-  p.be.to_host(logits, out.logits.data());
+  if (m > 0) {  // only the rows whose logits are wanted go through the head
+    Tensor selected = x;
+    if (m != n) {
+      selected = p.alloc({m, hc, D});
+      p.be.gather_rows(x, logit_rows, selected);
+    }
+    Tensor logits = p.alloc({m, config_.vocab_size});
+    head(p, selected, weights_.hc_head, weights_.norm, weights_.head, logits, "head");
+    p.be.to_host(logits, out.logits.data());
+  }
   out.hidden.resize(size_t(n * hc * D));
   p.be.to_host(x, out.hidden.data());
 

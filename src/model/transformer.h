@@ -28,6 +28,7 @@ class Transformer {
     SequenceCache* sequence = nullptr;
     std::span<const int32_t> tokens;
     bool all_logits = false;  // logits of every row (verification), else of the last row only
+    bool no_logits = false;   // no logits at all (a chunk of a prompt that is not its last)
   };
   struct Output {
     std::vector<float> logits;          // [logit rows, V]

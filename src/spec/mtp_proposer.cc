@@ -21,14 +21,22 @@ std::unique_ptr<ProposerState> MtpProposer::new_state() {
   return s;
 }
 
-void MtpProposer::prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) {
+void MtpProposer::prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
+                          const float* target_streams) {
   State& s = static_cast<State&>(state);
-  DSV4_CHECK(s.cache->length() == 0 && s.pending_tokens.empty(), "mtp proposer: prefill of a used state");
-  // Rows 0..P-2 pair the target's streams at t with token t+1; queued for the first propose.
-  if (prompt.size() < 2) return;
-  const size_t n = prompt.size() - 1;
-  s.pending_streams.assign(target_streams, target_streams + n * size_t(width_));
-  s.pending_tokens.assign(prompt.begin() + 1, prompt.end());
+  DSV4_CHECK(s.first_draft_position < 0 && s.cache->length() + int64_t(s.pending_tokens.size()) == first,
+             "mtp proposer: prefill of positions from ", first, " on a state holding ",
+             s.cache->length() + int64_t(s.pending_tokens.size()));
+  // Row t pairs the target's streams at t with token t+1: rows first .. min(first + n, P - 1) - 1.
+  const int64_t end = std::min<int64_t>(first + n, int64_t(prompt.size()) - 1);
+  if (end <= first) return;
+  s.pending_streams.insert(s.pending_streams.end(), target_streams, target_streams + (end - first) * width_);
+  s.pending_tokens.insert(s.pending_tokens.end(), prompt.begin() + first + 1, prompt.begin() + end + 1);
+  if (int64_t(s.pending_tokens.size()) <= kMaxQueuedRows) return;  // small: it rides along with the first draft
+  MtpModule::Request r{s.cache.get(), s.pending_streams.data(), s.pending_tokens, false, /*no_logits=*/true};
+  mtp_.forward(std::span(&r, 1), out_);
+  s.pending_streams.clear();
+  s.pending_tokens.clear();
 }
 
 void MtpProposer::accept(ProposerState& state, int accepted, const float* target_streams,

@@ -4,7 +4,8 @@
 // prompt (prefill) and, after each verification, for the newly verified positions
 // ("draft extend"). Chained drafts (2..k) run on the MTP's own output streams and write
 // provisional rows that accept() discards. The rows to recompute are queued and run in
-// the same MTP pass as the next first draft, so a step costs k MTP passes, not k + 1.
+// the same MTP pass as the next first draft, so a step costs k MTP passes, not k + 1 —
+// except for a long prompt, whose rows are computed as they come (no head: only the cache).
 #pragma once
 #include "model/mtp.h"
 #include "spec/proposer.h"
@@ -16,7 +17,11 @@ class MtpProposer final : public DraftProposer {
   explicit MtpProposer(MtpModule& mtp);
 
   std::unique_ptr<ProposerState> new_state() override;
-  void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) override;
+  void prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
+               const float* target_streams) override;
+
+  // Queued rows beyond this many are computed at once (a long prompt's), without a head.
+  static constexpr int64_t kMaxQueuedRows = 256;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
   void accept(ProposerState& state, int accepted, const float* target_streams,
               std::span<const int32_t> tokens) override;

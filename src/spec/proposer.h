@@ -49,8 +49,11 @@ class DraftProposer {
   virtual ~DraftProposer() = default;
   virtual std::unique_ptr<ProposerState> new_state() = 0;
 
-  // Fills the state over a prompt x_0..x_{P-1} from the target's prefill streams X_0..X_{P-1}.
-  virtual void prefill(ProposerState& state, std::span<const int32_t> prompt, const float* target_streams) = 0;
+  // Fills the state over prompt positions [first, first + n) from the target's streams
+  // X_first..X_{first+n-1} of a prefill pass; `prompt` is the whole prompt x_0..x_{P-1}.
+  // A long prompt is prefilled in chunks: called once per chunk, in order.
+  virtual void prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
+                       const float* target_streams) = 0;
 
   // Proposes drafts for several sequences at once (each with its own count, sampling and
   // mask). A draft may be shorter than asked when the mask leaves the proposer no token.

@@ -19,13 +19,14 @@ struct SpeculativeDecoder::Sequence {
   size_t mask_sequence = 0;          // what the mask is told
   GenerateOptions options;
   std::vector<int32_t> prompt;       // until the prefill
+  int64_t prefilled = 0;             // prompt tokens the target has processed
   std::unique_ptr<SequenceCache> cache;
   std::unique_ptr<ProposerState> draft_state;
   std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
   std::vector<float> last_stream;    // the target's streams at the last processed position
   std::mt19937_64 rng;
   SequenceOutput out;
-  bool prefilled = false, done = false;
+  bool done = false;
 
   int32_t last() const { return context.back(); }
 };
@@ -34,6 +35,11 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, DraftProposer* propo
     : target_(target), proposer_(proposer) {}
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
+
+void SpeculativeDecoder::set_prefill_chunk(int64_t tokens) {
+  DSV4_CHECK(tokens > 0, "prefill chunk must be positive, got ", tokens);
+  prefill_chunk_ = tokens;
+}
 
 SpeculativeDecoder::Sequence& SpeculativeDecoder::get(SequenceId id) const {
   auto it = sequences_.find(id);
@@ -192,17 +198,19 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
 }
 
-void SpeculativeDecoder::after_prefill(Sequence& s, size_t request, std::vector<Event>& events) {
-  const int64_t P = int64_t(s.prompt.size());
-  s.last_stream.assign(out_.hidden_row(request, P - 1), out_.hidden_row(request, P - 1) + out_.hidden_width);
+// After a chunk [first, first + n) of the prompt: the proposer's rows; after the last, the first token.
+void SpeculativeDecoder::after_prefill(Sequence& s, size_t request, int64_t first, int64_t n,
+                                       std::vector<Event>& events) {
   if (s.options.draft_tokens > 0) {
-    s.draft_state = proposer_->new_state();
-    proposer_->prefill(*s.draft_state, s.prompt, out_.hidden_row(request, 0));
+    if (!s.draft_state) s.draft_state = proposer_->new_state();
+    proposer_->prefill(*s.draft_state, s.prompt, first, n, out_.hidden_row(request, 0));
   }
+  s.prefilled = first + n;
+  if (s.prefilled < int64_t(s.prompt.size())) return;
+  s.last_stream.assign(out_.hidden_row(request, n - 1), out_.hidden_row(request, n - 1) + out_.hidden_width);
   s.prompt = {};
-  s.prefilled = true;
-  const int32_t first = choose(out_.logits_row(request), s, {});
-  emit(s, std::span<const int32_t>(&first, 1), false, events);
+  const int32_t token = choose(out_.logits_row(request), s, {});
+  emit(s, std::span<const int32_t>(&token, 1), false, events);
 }
 
 // Accepts, emits, rolls the target back to the accepted length and tells the proposer.
@@ -235,7 +243,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   std::vector<Sequence*> fresh, running;
   for (auto& [id, s] : sequences_) {
     if (s->done) continue;
-    if (!s->prefilled) fresh.push_back(s.get());
+    if (!s->prompt.empty()) fresh.push_back(s.get());
     else if (s->cache->length() + 1 > max_positions) {
       finish(*s, FinishReason::ContextFull);
       events.push_back({s->id, s->out.tokens.size(), 0, true});
@@ -248,12 +256,17 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   std::vector<Draft> drafts;
   if (!running.empty()) draft(running, drafts);
 
-  // One target pass: the new prompts, then [last, d_1..d_n] of every running sequence.
+  // One target pass: the next chunk of each new prompt, then [last, d_1..d_n] of every running sequence.
   std::vector<std::vector<int32_t>> verify_tokens(running.size());
   std::vector<Transformer::Request> requests;
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // [first, first + n) of each fresh prompt
   for (Sequence* s : fresh) {
-    s->cache = target_.new_sequence();
-    requests.push_back({s->cache.get(), s->prompt, false});
+    if (!s->cache) s->cache = target_.new_sequence();
+    const int64_t P = int64_t(s->prompt.size()), n = std::min(prefill_chunk_, P - s->prefilled);
+    chunks.emplace_back(s->prefilled, n);
+    const bool last = s->prefilled + n == P;
+    requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
+                        false, /*no_logits=*/!last});
   }
   for (size_t r = 0; r < running.size(); ++r) {
     verify_tokens[r].assign(1, running[r]->last());
@@ -263,7 +276,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   target_.forward(requests, out_);
   if (!running.empty()) ++metrics_.passes;
 
-  for (size_t i = 0; i < fresh.size(); ++i) after_prefill(*fresh[i], i, events);
+  for (size_t i = 0; i < fresh.size(); ++i) after_prefill(*fresh[i], i, chunks[i].first, chunks[i].second, events);
   for (size_t r = 0; r < running.size(); ++r) after_verify(*running[r], drafts[r], fresh.size() + r, events);
   (running.empty() ? metrics_.prefill_seconds : metrics_.decode_seconds) += seconds_since(t0);
   return events;

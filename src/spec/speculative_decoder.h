@@ -4,7 +4,9 @@
 // verifies [last, d_1..d_k] in one pass (all sequences together, ragged), the longest
 // acceptable prefix is kept plus one token of the target's own, and both states roll back
 // to the accepted length. Sequences added since the last step are prefilled in the same
-// target pass. Each sequence has its own draft length, sampling, mask and limits.
+// target pass, a chunk of their prompt per step (so memory does not grow with the prompt,
+// and a long prompt does not stall the others). Each sequence has its own draft length,
+// sampling, mask and limits.
 //
 // Greedy mode accepts a draft when it equals the target's argmax, so the output is
 // token-identical to plain greedy decoding. Sampling mode uses speculative rejection
@@ -60,6 +62,12 @@ class SpeculativeDecoder {
   SpeculativeDecoder(Transformer& target, DraftProposer* proposer);
   ~SpeculativeDecoder();
 
+  // Prompt tokens a sequence prefills per step (its last chunk yields its first token).
+  // Any size gives the same bits (the backend is batch-invariant); it bounds the working set.
+  static constexpr int64_t kDefaultPrefillChunk = 512;
+  void set_prefill_chunk(int64_t tokens);
+  int64_t prefill_chunk() const { return prefill_chunk_; }
+
   // Adds a sequence; it is prefilled by the next step(). Ids count up from 0. Throws (and
   // adds nothing) for an empty prompt, an unknown token id, a prompt that leaves no room
   // in the context, or a draft length the caches cannot roll back.
@@ -104,7 +112,7 @@ class SpeculativeDecoder {
   void emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode, std::vector<Event>& events);
   void finish(Sequence& s, FinishReason why);
   void draft(std::span<Sequence* const> running, std::vector<Draft>& drafts);
-  void after_prefill(Sequence& s, size_t request, std::vector<Event>& events);
+  void after_prefill(Sequence& s, size_t request, int64_t first, int64_t n, std::vector<Event>& events);
   void after_verify(Sequence& s, const Draft& d, size_t request, std::vector<Event>& events);
 
   Transformer& target_;
@@ -112,6 +120,7 @@ class SpeculativeDecoder {
   DecodeMetrics metrics_;
   std::map<SequenceId, std::unique_ptr<Sequence>> sequences_;
   SequenceId next_id_ = 0;
+  int64_t prefill_chunk_ = kDefaultPrefillChunk;
   Transformer::Output out_;
   std::vector<uint8_t> allowed_;
   std::vector<int32_t> context_;

@@ -151,7 +151,7 @@ TEST(Mask, SampledTokensSatisfyTheMask) {
     DecodeMetrics m;
     const auto out = test::generate(*engine, prompts, o, &m);
     for (size_t i = 0; i < prompts.size(); ++i) expect_mask_respected(prompts[i], out[i].tokens, 64);
-    if (k > 0) EXPECT_GT(m.accepted, 0) << "k = " << k;
+    if (k > 0) { EXPECT_GT(m.accepted, 0) << "k = " << k; }
   }
 }
 

@@ -49,7 +49,7 @@ TEST(PartialAcceptance, GreedySpeculativeEqualsPlainOverLongGenerations) {
     EXPECT_GE(m.drafted_at[size_t(k - 1)], m.sequence_steps - 3 * k) << "k = " << k;
     EXPECT_GT(m.rejected_steps, 10) << "k = " << k;
     EXPECT_GT(m.full_steps, 10) << "k = " << k;
-    if (k > 1) EXPECT_GT(m.partial_steps, std::max<int64_t>(30, m.sequence_steps / 8)) << "k = " << k;
+    if (k > 1) { EXPECT_GT(m.partial_steps, std::max<int64_t>(30, m.sequence_steps / 8)) << "k = " << k; }
   }
   for (int k : {2, 4}) {
     o.draft_tokens = k;

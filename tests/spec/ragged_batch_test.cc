@@ -113,7 +113,7 @@ TEST(RaggedBatch, EverySequenceDecodesAsItWouldAlone) {
     EXPECT_EQ(out.tokens, plain_alone(*engine, s.prompt, s.o)) << s.what;
     int64_t partial = 0;
     for (const StepRecord& r : out.steps) partial += r.accepted > 0 && r.accepted < int(r.drafts.size());
-    if (s.o.draft_tokens >= 2) EXPECT_GT(partial, 0) << s.what << ": no partial step";
+    if (s.o.draft_tokens >= 2) { EXPECT_GT(partial, 0) << s.what << ": no partial step"; }
   }
   // EOS inside the accepted drafts: the last step accepted drafts past the EOS (cut off).
   {

@@ -159,8 +159,9 @@ class WrongDepthProbabilities final : public DraftProposer {
  public:
   explicit WrongDepthProbabilities(DraftProposer& inner) : inner_(inner) {}
   std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
-  void prefill(ProposerState& s, std::span<const int32_t> prompt, const float* streams) override {
-    inner_.prefill(s, prompt, streams);
+  void prefill(ProposerState& s, std::span<const int32_t> prompt, int64_t first, int64_t n,
+               const float* streams) override {
+    inner_.prefill(s, prompt, first, n, streams);
   }
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
     inner_.propose(requests, drafts);

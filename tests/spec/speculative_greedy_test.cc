@@ -56,7 +56,7 @@ TEST_P(SpeculativeGreedyTest, DraftsNeverChangeTheGreedyOutput) {
     ASSERT_EQ(m.drafted_at.size(), size_t(k));
     EXPECT_GE(m.drafted_at[size_t(k - 1)], m.sequence_steps - 3 * k) << "k = " << k << ": steps drafted fewer than k";
     expect_drafting(GetParam(), m, "batch, k = " + std::to_string(k));
-    if (GetParam().mirror() && k > 1) EXPECT_GT(m.partial_steps, 0) << "k = " << k;
+    if (GetParam().mirror() && k > 1) { EXPECT_GT(m.partial_steps, 0) << "k = " << k; }
   }
   for (int k : {1, 3}) {  // single sequences
     o.draft_tokens = k;
@@ -120,8 +120,8 @@ TEST_P(SpeculativeGreedyTest, StopsAtEosExactlyWherePlainDecodingStops) {
     const auto spec = test::generate(*engine, prompts, o, &m);
     for (size_t i = 0; i < prompts.size(); ++i)
       EXPECT_EQ(spec[i].tokens, std::vector<int32_t>(free_run[i].tokens.begin(), free_run[i].tokens.begin() + n));
-    if (n >= 3) EXPECT_GT(m.drafted, 0) << "max_new_tokens " << n;
-    if (n >= 5 && GetParam().mirror()) EXPECT_GT(m.accepted, 0) << "max_new_tokens " << n;
+    if (n >= 3) { EXPECT_GT(m.drafted, 0) << "max_new_tokens " << n; }
+    if (n >= 5 && GetParam().mirror()) { EXPECT_GT(m.accepted, 0) << "max_new_tokens " << n; }
   }
 }
 
