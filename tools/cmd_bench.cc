@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "bench/arithmetic_rate.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/model_bench.h"
 #include "bench/speedup_model.h"
@@ -38,20 +39,42 @@ double fraction(const bench::StepFigures& f, double bw) {
   return adjacent > 0 ? adjacent : bw > 0 ? f.gbs() / bw : 0.0;
 }
 
-nlohmann::json step_json(const bench::StepFigures& f, double bw) {
-  return {{"ms", f.ms},
-          {"bytes", f.bytes()},
-          {"weight_bytes", f.weight_bytes},
-          {"cache_bytes", f.cache_bytes},
-          {"gbs", f.gbs()},
-          {"bandwidth_gbs", f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw},
-          {"fraction_of_bandwidth", fraction(f, bw)}};
+// Bytes or arithmetic: the step's bytes at the bandwidth sampled beside it, against the time its
+// product kernels need for its weights when the bytes come from cache (bench/arithmetic_rate.h).
+struct Bound {
+  double bytes_ms = 0, arithmetic_ms = 0;
+  const char* name() const { return arithmetic_ms <= 0 ? "" : arithmetic_ms > bytes_ms ? "arithmetic" : "bytes"; }
+};
+Bound bound_of(const bench::StepFigures& f, double bw, const bench::ArithmeticRates& rates) {
+  const double b = f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw;
+  return {b > 0 ? double(f.bytes()) / (b * 1e9) * 1e3 : 0.0, bench::arithmetic_ms(rates, f.format_bytes)};
 }
 
-void print_step(const char* name, const bench::StepFigures& f, double bw, const std::string& extra = "") {
-  std::printf("  %-34s %9.2f %10.1f %8.2f %8.2f %8.2f %6.0f%%  %s\n", name, f.ms, double(f.weight_bytes) / 1e6,
-              double(f.cache_bytes) / 1e6, f.gbs(), f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw, 100.0 * fraction(f, bw),
-              extra.c_str());
+nlohmann::json step_json(const bench::StepFigures& f, double bw, const bench::ArithmeticRates& rates) {
+  nlohmann::json j = {{"ms", f.ms},
+                      {"bytes", f.bytes()},
+                      {"weight_bytes", f.weight_bytes},
+                      {"cache_bytes", f.cache_bytes},
+                      {"gbs", f.gbs()},
+                      {"bandwidth_gbs", f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw},
+                      {"fraction_of_bandwidth", fraction(f, bw)}};
+  const Bound b = bound_of(f, bw, rates);
+  if (b.arithmetic_ms > 0) {
+    j["bytes_ms"] = b.bytes_ms;
+    j["arithmetic_ms"] = b.arithmetic_ms;
+    j["bound"] = b.name();
+  }
+  return j;
+}
+
+void print_step(const char* name, const bench::StepFigures& f, double bw, const bench::ArithmeticRates& rates,
+                const std::string& extra = "") {
+  const Bound b = bound_of(f, bw, rates);
+  std::printf("  %-34s %9.2f %10.1f %8.2f %8.2f %8.2f %6.0f%%", name, f.ms, double(f.weight_bytes) / 1e6,
+              double(f.cache_bytes) / 1e6, f.gbs(), f.bandwidth_gbs > 0 ? f.bandwidth_gbs : bw, 100.0 * fraction(f, bw));
+  if (b.arithmetic_ms > 0) std::printf(" %8.2f %8.2f  %-10s", b.bytes_ms, b.arithmetic_ms, b.name());
+  else std::printf(" %8s %8s  %-10s", "", "", "");
+  std::printf(" %s\n", extra.c_str());
 }
 
 int run_bench(const BenchArgs& a) {
@@ -65,6 +88,7 @@ int run_bench(const BenchArgs& a) {
   double bw = 0;
   std::string isa;
   int threads = 0;
+  bench::ArithmeticRates rates;
   {
     auto engine = Engine::open(a.model, {a.threads, true, 0, 16});
     auto* cpu = dynamic_cast<CpuBackend*>(engine->backend.get());
@@ -82,6 +106,8 @@ int run_bench(const BenchArgs& a) {
     o.mtp_vocab = a.mtp_vocab;
     o.progress = progress;
     r = bench::run_model_bench(*engine, o);
+    progress("arithmetic rates of the kernels (weights in cache)");
+    rates = bench::measure_arithmetic_rates(*cpu, engine->files->weights);
     r.bandwidth_samples.insert(r.bandwidth_samples.begin(), b.all_gbs.begin(), b.all_gbs.end());
     bw = bench::median(r.bandwidth_samples);
   }
@@ -133,16 +159,19 @@ int run_bench(const BenchArgs& a) {
   j["prefill_tokens_per_s"] = double(r.context) / r.prefill_seconds;
   j["mem_bandwidth_gbs"] = bw;  // median of all samples; each step also carries its adjacent sample
   j["mem_bandwidth_samples_gbs"] = r.bandwidth_samples;
-  j["draft_step"] = step_json(r.draft, bw);
+  for (auto& [format, gbs] : rates.gbs) j["arithmetic_gbs"][weight_format_name(format)] = gbs;
+  j["draft_step"] = step_json(r.draft, bw, rates);
   if (r.mtp_vocab > 0) {
-    j["draft_step_vocab32k"] = step_json(r.draft_vocab, bw);
+    j["draft_step_vocab32k"] = step_json(r.draft_vocab, bw, rates);
     j["draft_step_vocab32k"]["vocab"] = r.mtp_vocab;
   }
   for (const bench::LayerKind& k : r.kinds) {
-    nlohmann::json s = step_json(k.decode, bw);
+    nlohmann::json s = step_json(k.decode, bw, rates);
     s["layer"] = k.layer;
     s["experts"] = k.experts.at(1);
     j["decode_step"][k.name] = s;
+    if (!k.decode_repeated.rep_ms.empty())
+      j["decode_step_repeated"][k.name] = step_json(k.decode_repeated, bw, rates);
     for (auto& [n, f] : k.extend) {
       j["verify_ratio"][k.name][std::to_string(n)] = f.time_ratio(k.decode);
       j["verify_ms"][k.name][std::to_string(n)] = f.ms;
@@ -151,8 +180,8 @@ int run_bench(const BenchArgs& a) {
     if (k.same_rows > 1)
       j["verify_ratio_same_experts"][k.name][std::to_string(k.same_rows)] = k.extend_same.time_ratio(k.decode);
   }
-  j["decode_step"]["head"] = step_json(r.head.at(1), bw);
-  j["decode_step"]["checkpoint"] = step_json(r.decode_step, bw);
+  j["decode_step"]["head"] = step_json(r.head.at(1), bw, rates);
+  j["decode_step"]["checkpoint"] = step_json(r.decode_step, bw, rates);
   for (auto& [n, f] : r.head)
     if (n > 1) j["verify_ratio"]["head"][std::to_string(n)] = f.time_ratio(r.head.at(1));
   auto speedup_json = [&](const bench::SpeedupModel& m) {
@@ -208,15 +237,23 @@ int run_bench(const BenchArgs& a) {
   for (double x : r.bandwidth_samples) lo = std::min(lo, x), hi = std::max(hi, x);
   std::printf("  memory read bandwidth (all threads): median %.2f GB/s of %zu samples (%.1f .. %.1f)\n\n", bw,
               r.bandwidth_samples.size(), lo, hi);
-  std::printf("  %-34s %9s %10s %8s %8s %8s %7s\n", "step", "ms", "weight MB", "cache MB", "GB/s", "bw GB/s", "of bw");
-  print_step("mtp draft step (full head)", r.draft, bw);
+  std::printf("  kernel arithmetic, weights in cache (GB of weights/s, all threads):");
+  for (auto& [format, gbs] : rates.gbs) std::printf(" %s %.1f", weight_format_name(format), gbs);
+  std::printf("\n  every step decodes a new token each repetition (new experts), as generation does;\n"
+              "  'repeated': the same token every time (its experts' pages warm)\n\n");
+  std::printf("  %-34s %9s %10s %8s %8s %8s %7s %8s %8s  %-10s\n", "step", "ms", "weight MB", "cache MB", "GB/s",
+              "bw GB/s", "of bw", "bytes ms", "arith ms", "bound by");
+  print_step("mtp draft step (full head)", r.draft, bw, rates);
   if (r.mtp_vocab > 0)
-    print_step(("mtp draft step (" + std::to_string(r.mtp_vocab) + " rows)").c_str(), r.draft_vocab, bw);
-  for (const bench::LayerKind& k : r.kinds)
-    print_step(("decode layer: " + k.name + (k.layer >= 0 ? " (L" + std::to_string(k.layer) + ")" : "")).c_str(),
-               k.decode, bw, std::to_string(k.experts.at(1)) + " experts");
-  print_step("head (hc_head + norm + LM head)", r.head.at(1), bw);
-  print_step(("decode step (" + std::to_string(r.kinds.size() - 1) + "-kind checkpoint)").c_str(), r.decode_step, bw);
+    print_step(("mtp draft step (" + std::to_string(r.mtp_vocab) + " rows)").c_str(), r.draft_vocab, bw, rates);
+  for (const bench::LayerKind& k : r.kinds) {
+    const std::string name = k.name + (k.layer >= 0 ? " (L" + std::to_string(k.layer) + ")" : "");
+    print_step(("decode layer: " + name).c_str(), k.decode, bw, rates, std::to_string(k.experts.at(1)) + " experts");
+    if (!k.decode_repeated.rep_ms.empty()) print_step("  the same, repeated", k.decode_repeated, bw, rates);
+  }
+  print_step("head (hc_head + norm + LM head)", r.head.at(1), bw, rates);
+  print_step(("decode step (" + std::to_string(r.kinds.size() - 1) + "-kind checkpoint)").c_str(), r.decode_step, bw,
+             rates);
 
   std::printf("\n  verification: extend of n tokens / one decode step (distinct routed experts)\n  %-12s", "kind");
   for (auto& [n, f] : r.kinds[0].extend) std::printf("   n=%-8lld", (long long)n);

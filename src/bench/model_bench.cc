@@ -157,26 +157,37 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   const int64_t max_rows = *std::max_element(o.extend_rows.begin(), o.extend_rows.end());
   DSV4_CHECK(ctx > c.sliding_window && ctx + max_rows + 1 <= c.max_position_embeddings, "bench: context ", ctx,
              " must exceed the window and fit max_position_embeddings");
+  DSV4_CHECK(o.reps > 0, "bench: at least one repetition");
   std::mt19937_64 rng(o.seed);
-  std::vector<int32_t> tokens(size_t(ctx + max_rows + 1));
-  for (auto& t : tokens) t = int32_t(2 + rng() % uint64_t(c.vocab_size - 2));
+  auto random_tokens = [&](int64_t n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = int32_t(2 + rng() % uint64_t(c.vocab_size - 2));
+    return t;
+  };
+  const std::vector<int32_t> tokens = random_tokens(ctx);
   const std::span<const int32_t> all(tokens);
+  // The tokens each repetition decodes (the last set: the warm-up's): a new token set every
+  // repetition routes to new experts and touches their pages afresh, as generation does.
+  const int reps = o.reps, warm = o.reps;
+  std::vector<std::vector<int32_t>> fresh(size_t(reps + 1));
+  for (auto& f : fresh) f = random_tokens(max_rows);
+  auto fresh_tokens = [&](int rep, int64_t n) { return std::span<const int32_t>(fresh[size_t(rep)]).first(size_t(n)); };
 
   ModelBenchResult res;
   res.context = ctx;
   // Times several steps interleaved (so that a drift of the machine touches all alike): a warm-up
   // run of each, then per repetition, for each step, a bandwidth sample and the timed run.
-  using Timed = std::pair<StepFigures*, std::function<void()>>;
+  using Timed = std::pair<StepFigures*, std::function<void(int rep)>>;
   auto time_steps = [&](const std::vector<Timed>& steps) {
-    for (auto& [f, fn] : steps) fn();
-    for (int i = 0; i < o.reps; ++i)
+    for (auto& [f, fn] : steps) fn(warm);
+    for (int i = 0; i < reps; ++i)
       for (auto& [f, fn] : steps) {
         if (o.bandwidth) {
           f->rep_bandwidth_gbs.push_back(o.bandwidth());
           res.bandwidth_samples.push_back(f->rep_bandwidth_gbs.back());
         }
         const auto t0 = std::chrono::steady_clock::now();
-        fn();
+        fn(i);
         f->rep_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
     for (auto& [f, fn] : steps) {
@@ -184,7 +195,7 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
       f->bandwidth_gbs = median(f->rep_bandwidth_gbs);
     }
   };
-  auto time_step = [&](StepFigures& f, const std::function<void()>& fn) { time_steps({{&f, fn}}); };
+  auto time_step = [&](StepFigures& f, const std::function<void(int)>& fn) { time_steps({{&f, fn}}); };
 
   // ---- prefill the context; keep the last window's streams for the MTP caches
   auto seq = model.new_sequence();
@@ -206,27 +217,37 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   const std::vector<float> last_stream(tail.end() - width, tail.end());  // X_{ctx-1}
 
   Workspace ws(be);
-  // LayerKind::extend_same: `same_rows` copies of the decode row's input and token through
-  // `block` (kept alive in `keep` until timed).
+  // A step's bytes: the mean over the timed repetitions (the distinct experts of n rows vary).
+  auto mean_bytes = [&](const std::function<int64_t(int)>& bytes_of) {
+    int64_t total = 0;
+    for (int i = 0; i < reps; ++i) total += bytes_of(i);
+    return total / reps;
+  };
+  // LayerKind::extend_same: `same_rows` copies of each repetition's decode row through `block`.
   struct SameRows {
-    std::vector<float> in;
+    std::vector<std::vector<float>> in;
     std::vector<int32_t> tokens;
   };
   auto add_same_rows = [&](LayerKind& k, const Block& block, SequenceCache& s, int64_t pos0,
-                           const std::vector<float>& decode_in, int64_t cache_per_row, SameRows& keep,
-                           std::vector<Timed>& steps) {
+                           const std::function<const std::vector<float>&(int)>& decode_in, int64_t cache_per_row,
+                           SameRows& keep, std::vector<Timed>& steps) {
     if (o.same_rows < 2) return;
-    keep.in = repeat_rows(decode_in, o.same_rows);
-    keep.tokens.assign(size_t(o.same_rows), all[size_t(ctx)]);
+    keep.in.resize(size_t(reps + 1));
+    for (int i = 0; i <= reps; ++i) keep.in[size_t(i)] = repeat_rows(decode_in(i), o.same_rows);
     k.same_rows = o.same_rows;
     k.extend_same.weight_bytes = k.decode.weight_bytes;
     k.extend_same.cache_bytes = o.same_rows * cache_per_row;
-    steps.push_back({&k.extend_same, [&, pos0] { run_block(block, be, ws, s, keep.tokens, pos0, keep.in, hc, D); }});
+    steps.push_back({&k.extend_same, [&, pos0](int i) {
+                       keep.tokens.assign(size_t(o.same_rows), fresh[size_t(i)][0]);
+                       run_block(block, be, ws, s, keep.tokens, pos0, keep.in[size_t(i)], hc, D);
+                     }});
   };
   // ---- target layers: one kind at a time (the first layer of each kind)
-  std::map<int64_t, Capture> captures;  // rows → traced forward of tokens[ctx .. ctx+rows)
-  captures[1] = capture_target(model, *seq, all.subspan(size_t(ctx), 1));
-  for (int64_t n : o.extend_rows) captures[n] = capture_target(model, *seq, all.subspan(size_t(ctx), size_t(n)));
+  std::map<int64_t, std::vector<Capture>> captures;  // rows → per repetition, a traced forward of its tokens
+  std::vector<int64_t> row_counts = {1};
+  row_counts.insert(row_counts.end(), o.extend_rows.begin(), o.extend_rows.end());
+  for (int64_t n : row_counts)
+    for (int i = 0; i <= reps; ++i) captures[n].push_back(capture_target(model, *seq, fresh_tokens(i, n)));
   std::set<int64_t> seen;
   const auto& blocks = model.blocks();
   for (size_t l = 0; l < blocks.size(); ++l) {
@@ -238,34 +259,48 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     k.layer = int64_t(l);
     const int64_t dense = block_dense_bytes(blocks[l].weights());
     const int64_t cache = cache_read_bytes(model.cache_geometry()[l], ctx, c.index_topk);
+    const MoeWeights& ffn = blocks[l].weights().ffn;
     std::vector<Timed> steps;
-    for (auto& [n, cap] : captures) {
+    for (auto& [n, caps] : captures) {
       StepFigures& f = n == 1 ? k.decode : k.extend[n];
-      f.weight_bytes = dense + experts_bytes(blocks[l].weights().ffn, cap.experts[l]);
+      f.weight_bytes = dense + mean_bytes([&, &caps = caps](int i) { return experts_bytes(ffn, caps[size_t(i)].experts[l]); });
       f.cache_bytes = n * cache;
-      k.experts[n] = int64_t(cap.experts[l].size());
-      steps.push_back({&f, [&, n = n, &cap = cap] {
-                         run_block(blocks[l], be, ws, *seq, all.subspan(size_t(ctx), size_t(n)), ctx, cap.block_in[l],
-                                   hc, D);
+      k.experts[n] = mean_bytes([&, &caps = caps](int i) { return int64_t(caps[size_t(i)].experts[l].size()); });
+      steps.push_back({&f, [&, n = n, &caps = caps](int i) {
+                         run_block(blocks[l], be, ws, *seq, fresh_tokens(i, n), ctx, caps[size_t(i)].block_in[l], hc, D);
                        }});
     }
+    k.decode.format_bytes = block_dense_format_bytes(blocks[l].weights());
+    k.decode.format_bytes += experts_format_bytes(ffn, captures[1][0].experts[l]);  // any 6 experts: equal bytes
+    // The decode row of the warm-up again and again: the same experts, their pages warm.
+    k.decode_repeated.weight_bytes = k.decode.weight_bytes;
+    k.decode_repeated.format_bytes = k.decode.format_bytes;
+    k.decode_repeated.cache_bytes = k.decode.cache_bytes;
+    steps.push_back({&k.decode_repeated, [&](int) {
+                       run_block(blocks[l], be, ws, *seq, fresh_tokens(warm, 1), ctx, captures[1][size_t(warm)].block_in[l],
+                                 hc, D);
+                     }});
     SameRows same;
-    add_same_rows(k, blocks[l], *seq, ctx, captures[1].block_in[l], cache, same, steps);
+    add_same_rows(k, blocks[l], *seq, ctx, [&](int i) -> const std::vector<float>& { return captures[1][size_t(i)].block_in[l]; },
+                  cache, same, steps);
     time_steps(steps);
     say(std::string("layer ") + std::to_string(l) + " (" + k.name + "): " + std::to_string(k.decode.ms) + " ms");
     res.kinds.push_back(std::move(k));
   }
 
   // ---- the head (hc_head + norm + LM head) for 1.. rows, and the whole decode step
-  const std::vector<float>& streams8 = captures.rbegin()->second.hidden;
+  const std::vector<float>& streams8 = captures.rbegin()->second[0].hidden;
   const int64_t head_fixed = view_bytes(model.weights().hc_head.fn) + view_bytes(model.weights().hc_head.base) +
                              view_bytes(model.weights().hc_head.scale) + view_bytes(model.weights().norm);
   {
     std::vector<Timed> steps;
-    for (auto& [n, cap] : captures) {
+    for (auto& [n, caps] : captures) {
       StepFigures& f = res.head[n];
       f.weight_bytes = head_fixed + view_bytes(model.weights().head);
-      steps.push_back({&f, [&, n = n] {
+      for (const WeightView* w : {&model.weights().hc_head.fn, &model.weights().hc_head.base,
+                                  &model.weights().hc_head.scale, &model.weights().norm, &model.weights().head})
+        f.format_bytes[w->format] += view_bytes(*w);
+      steps.push_back({&f, [&, n = n](int) {
                          ws.reset();
                          Pass p(be, ws);
                          Tensor s = p.alloc({n, hc, D}), logits = p.alloc({n, c.vocab_size});
@@ -277,15 +312,20 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     time_steps(steps);
   }
   res.embed.weight_bytes = D * 2;
-  time_step(res.decode_step, [&] {
-    Transformer::Request r{seq.get(), all.subspan(size_t(ctx), 1), false};
+  time_step(res.decode_step, [&](int i) {
+    Transformer::Request r{seq.get(), fresh_tokens(i, 1), false};
     model.forward(std::span(&r, 1), out);
     seq->truncate(ctx);
   });
   res.decode_step.weight_bytes = res.embed.weight_bytes + res.head[1].weight_bytes;
+  res.decode_step.format_bytes = res.head[1].format_bytes;
+  res.decode_step.format_bytes[model.weights().embed.format] += res.embed.weight_bytes;
   for (size_t l = 0; l < blocks.size(); ++l) {
+    res.decode_step.format_bytes += block_dense_format_bytes(blocks[l].weights());
+    res.decode_step.format_bytes += experts_format_bytes(blocks[l].weights().ffn, captures[1][0].experts[l]);
     res.decode_step.weight_bytes +=
-        block_dense_bytes(blocks[l].weights()) + experts_bytes(blocks[l].weights().ffn, captures[1].experts[l]);
+        block_dense_bytes(blocks[l].weights()) +
+        mean_bytes([&](int i) { return experts_bytes(blocks[l].weights().ffn, captures[1][size_t(i)].experts[l]); });
     res.decode_step.cache_bytes += cache_read_bytes(model.cache_geometry()[l], ctx, c.index_topk);
   }
   say("decode step: " + std::to_string(res.decode_step.ms) + " ms");
@@ -300,14 +340,22 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   auto draft_step = [&](MtpModule& m, SequenceCache& s) {
     StepFigures f;
     MtpModule::Output mo;
-    time_step(f, [&] {
-      MtpModule::Request r{&s, last_stream.data(), all.subspan(size_t(ctx), 1), false};
+    time_step(f, [&](int i) {
+      MtpModule::Request r{&s, last_stream.data(), fresh_tokens(i, 1), false};
       m.forward(std::span(&r, 1), mo);
       s.truncate(ctx - 1);
     });
-    const Capture cap = capture_mtp(m, s, last_stream.data(), all.subspan(size_t(ctx), 1));
-    f.weight_bytes = mtp_dense + experts_bytes(m.weights().block.ffn, cap.experts[0]) + m.vocab() * D * 2;
+    f.weight_bytes = mtp_dense + m.vocab() * D * 2 + mean_bytes([&](int i) {
+                       const Capture cap = capture_mtp(m, s, last_stream.data(), fresh_tokens(i, 1));
+                       return experts_bytes(m.weights().block.ffn, cap.experts[0]);
+                     });
     f.cache_bytes = mtp_cache;
+    const MtpWeights& mw = m.weights();
+    f.format_bytes = block_dense_format_bytes(mw.block);
+    f.format_bytes += experts_format_bytes(mw.block.ffn, captures[1][0].experts.back());  // 6 experts' bytes
+    for (const WeightView* w : {&mw.e_proj, &mw.h_proj, &mw.enorm, &mw.hnorm, &mw.norm, &mw.hc_head.fn})
+      f.format_bytes[w->format] += view_bytes(*w);
+    f.format_bytes[WeightFormat::BF16] += m.vocab() * D * 2 + D * 2;  // the head rows and the embedding row
     return f;
   };
   res.draft = draft_step(mtp, *mtp_seq);
@@ -324,26 +372,30 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   mk.name = "mtp_block";
   mk.ratio = 0;
   std::vector<Timed> mtp_steps;
-  std::map<int64_t, Capture> mtp_captures;
-  std::map<int64_t, std::vector<int32_t>> mtp_tokens;
-  for (auto& [n, cap] : captures) {
-    // Rows: (X_{ctx-1}, x_ctx), then the target's extend streams paired with the next tokens.
-    std::vector<float> streams(last_stream);
-    streams.insert(streams.end(), cap.hidden.begin(), cap.hidden.begin() + (n - 1) * width);
-    const auto toks = all.subspan(size_t(ctx), size_t(n));
-    mtp_tokens[n].assign(toks.begin(), toks.end());
-    const Capture& mc = mtp_captures[n] = capture_mtp(mtp, *mtp_seq, streams.data(), toks);
+  // Rows per repetition: (X_{ctx-1}, x_ctx), then the target's extend streams paired with the next tokens.
+  std::map<int64_t, std::vector<Capture>> mtp_captures;
+  for (auto& [n, caps] : captures)
+    for (int i = 0; i <= reps; ++i) {
+      std::vector<float> streams(last_stream);
+      streams.insert(streams.end(), caps[size_t(i)].hidden.begin(), caps[size_t(i)].hidden.begin() + (n - 1) * width);
+      mtp_captures[n].push_back(capture_mtp(mtp, *mtp_seq, streams.data(), fresh_tokens(i, n)));
+    }
+  const MoeWeights& mtp_ffn = mtp.weights().block.ffn;
+  for (auto& [n, caps] : mtp_captures) {
     StepFigures& f = n == 1 ? mk.decode : mk.extend[n];
-    f.weight_bytes = block_dense_bytes(mtp.weights().block) + experts_bytes(mtp.weights().block.ffn, mc.experts[0]);
+    f.weight_bytes = block_dense_bytes(mtp.weights().block) +
+                     mean_bytes([&, &caps = caps](int i) { return experts_bytes(mtp_ffn, caps[size_t(i)].experts[0]); });
     f.cache_bytes = n * mtp_cache;
-    mk.experts[n] = int64_t(mc.experts[0].size());
-    mtp_steps.push_back({&f, [&, n = n] {
-                           run_block(mtp.block(), be, ws, *mtp_seq, mtp_tokens[n], ctx - 1, mtp_captures[n].block_in[0],
+    mk.experts[n] = mean_bytes([&, &caps = caps](int i) { return int64_t(caps[size_t(i)].experts[0].size()); });
+    mtp_steps.push_back({&f, [&, n = n, &caps = caps](int i) {
+                           run_block(mtp.block(), be, ws, *mtp_seq, fresh_tokens(i, n), ctx - 1, caps[size_t(i)].block_in[0],
                                      hc, D);
                          }});
   }
   SameRows mtp_same;
-  add_same_rows(mk, mtp.block(), *mtp_seq, ctx - 1, mtp_captures[1].block_in[0], mtp_cache, mtp_same, mtp_steps);
+  add_same_rows(mk, mtp.block(), *mtp_seq, ctx - 1,
+                [&](int i) -> const std::vector<float>& { return mtp_captures[1][size_t(i)].block_in[0]; }, mtp_cache,
+                mtp_same, mtp_steps);
   time_steps(mtp_steps);
   res.kinds.push_back(std::move(mk));
   return res;

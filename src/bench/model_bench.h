@@ -1,6 +1,8 @@
 // `dsv4 bench`'s measurements on a loaded checkpoint: the MTP draft step, one decode step per
 // layer kind at a real context (prefilled), verification (extend) passes of several tokens,
-// the LM head, and end-to-end speculative generation. Times are medians of repetitions.
+// the LM head, and end-to-end speculative generation. Times are medians of repetitions; every
+// repetition decodes tokens of its own (new experts, as in generation), and a decode step
+// repeated on one token (the same experts, warm) is timed beside it.
 //
 // A layer is timed alone by running its Block::forward on a Pass over the prefilled sequence
 // (its inputs captured from a traced forward of the same tokens); the cache rows it writes at
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/weight_bytes.h"
 #include "spec/engine.h"
 
 namespace dsv4::bench {
@@ -19,6 +22,7 @@ namespace dsv4::bench {
 struct StepFigures {
   double ms = 0;               // median
   int64_t weight_bytes = 0;    // weights read (selected experts only)
+  FormatBytes format_bytes;    // the same by weight format (decode steps; for the arithmetic model)
   int64_t cache_bytes = 0;     // cache rows read
   double bandwidth_gbs = 0;    // median of the bandwidth samples taken before each repetition
   std::vector<double> rep_ms, rep_bandwidth_gbs;  // each repetition and the sample just before it
@@ -36,9 +40,10 @@ struct LayerKind {
   std::string name;            // "window", "csa", "hca", "mtp_block"
   int64_t ratio = 0;
   int64_t layer = -1;          // target layer index (-1: the MTP block)
-  StepFigures decode;          // one token
-  std::map<int64_t, StepFigures> extend;  // rows → one pass over that many tokens
-  std::map<int64_t, int64_t> experts;     // rows → distinct routed experts selected
+  StepFigures decode;          // one token, a new one every repetition (new experts, as generation runs)
+  StepFigures decode_repeated; // the same token every repetition: the same experts, their pages warm
+  std::map<int64_t, StepFigures> extend;  // rows → one pass over that many tokens (new ones each repetition)
+  std::map<int64_t, int64_t> experts;     // rows → distinct routed experts selected (mean over repetitions)
   // One pass over `same_rows` copies of the decode row (its input and token): every row selects
   // the decode row's experts, so the pass reads the decode step's bytes. Its cost over one
   // decode step is what a verification costs apart from the extra experts other tokens route to.

@@ -17,36 +17,60 @@ int64_t view_bytes(const WeightView& w) {
 
 namespace {
 
-int64_t hc_bytes(const HcWeights& h) { return view_bytes(h.fn) + view_bytes(h.base) + view_bytes(h.scale); }
+void add(FormatBytes& f, const WeightView& w) {
+  if (w.present()) f[w.format] += view_bytes(w);
+}
 
-int64_t compressor_bytes(const CompressorWeights& c) {
-  return view_bytes(c.ape) + view_bytes(c.wkv) + view_bytes(c.wgate) + view_bytes(c.norm);
+void add_compressor(FormatBytes& f, const CompressorWeights& c) {
+  for (const WeightView* w : {&c.ape, &c.wkv, &c.wgate, &c.norm}) add(f, *w);
+}
+
+int64_t total(const FormatBytes& f) {
+  int64_t n = 0;
+  for (auto& [format, bytes] : f) n += bytes;
+  return n;
 }
 
 }  // namespace
 
-int64_t block_dense_bytes(const BlockWeights& b) {
+FormatBytes& operator+=(FormatBytes& a, const FormatBytes& b) {
+  for (auto& [format, bytes] : b) a[format] += bytes;
+  return a;
+}
+
+FormatBytes block_dense_format_bytes(const BlockWeights& b) {
+  FormatBytes f;
+  for (const HcWeights* h : {&b.hc_attn, &b.hc_ffn})
+    for (const WeightView* w : {&h->fn, &h->base, &h->scale}) add(f, *w);
+  add(f, b.attn_norm);
+  add(f, b.ffn_norm);
   const AttentionWeights& a = b.attn;
-  int64_t n = hc_bytes(b.hc_attn) + hc_bytes(b.hc_ffn) + view_bytes(b.attn_norm) + view_bytes(b.ffn_norm);
-  n += view_bytes(a.attn_sink) + view_bytes(a.wq_a) + view_bytes(a.q_norm) + view_bytes(a.wq_b) + view_bytes(a.wkv) +
-       view_bytes(a.kv_norm) + view_bytes(a.wo_a) + view_bytes(a.wo_b);
-  if (a.compressor) n += compressor_bytes(*a.compressor);
-  if (a.indexer) n += view_bytes(a.indexer->wq_b) + view_bytes(a.indexer->weights_proj) +
-                      compressor_bytes(a.indexer->compressor);
+  for (const WeightView* w : {&a.attn_sink, &a.wq_a, &a.q_norm, &a.wq_b, &a.wkv, &a.kv_norm, &a.wo_a, &a.wo_b}) add(f, *w);
+  if (a.compressor) add_compressor(f, *a.compressor);
+  if (a.indexer) {
+    add(f, a.indexer->wq_b);
+    add(f, a.indexer->weights_proj);
+    add_compressor(f, a.indexer->compressor);
+  }
   const MoeWeights& m = b.ffn;
-  n += view_bytes(m.gate) + view_bytes(m.bias) + view_bytes(m.shared.w1) + view_bytes(m.shared.w2) +
-       view_bytes(m.shared.w3);
-  if (m.tid2eid.present()) n += m.tid2eid.cols * 8;
-  return n;
+  for (const WeightView* w : {&m.gate, &m.bias, &m.shared.w1, &m.shared.w2, &m.shared.w3}) add(f, *w);
+  if (m.tid2eid.present()) f[m.tid2eid.format] += m.tid2eid.cols * 8;  // one token's row
+  return f;
+}
+
+int64_t block_dense_bytes(const BlockWeights& b) { return total(block_dense_format_bytes(b)); }
+
+FormatBytes experts_format_bytes(const MoeWeights& m, const std::set<int64_t>& selected) {
+  FormatBytes f;
+  for (int64_t e : selected) {
+    const ExpertWeights& x = m.experts[size_t(e)];
+    for (const WeightView* w : {&x.w1, &x.w2, &x.w3}) add(f, *w);
+  }
+  return f;
 }
 
 int64_t experts_bytes(const MoeWeights& m, const std::set<int64_t>& selected) {
-  int64_t n = 0;
-  for (int64_t e : selected) {
-    const ExpertWeights& x = m.experts[size_t(e)];
-    n += view_bytes(x.w1) + view_bytes(x.w2) + view_bytes(x.w3);
-  }
-  return n;
+  return total(experts_format_bytes(m, selected));
 }
 
 int64_t cache_read_bytes(const LayerCacheGeometry& g, int64_t position, int64_t index_topk) {
