@@ -7,6 +7,8 @@
 #include <set>
 #include <string>
 
+#include "backend/cpu/cpu_backend.h"
+#include "bench/arithmetic_rate.h"
 #include "bench/speedup_model.h"
 #include "bench/weight_bytes.h"
 #include "model/model_files.h"
@@ -86,6 +88,28 @@ TEST(BenchAccounting, SpeedupModelIsTheFormula) {
     EXPECT_DOUBLE_EQ(p.step_ms, step);
     EXPECT_NEAR(p.speedup, e * 22.0 / step, 1e-12);
   }
+}
+
+TEST(BenchAccounting, ArithmeticTimeIsBytesOverEachFormatsRate) {
+  bench::ArithmeticRates rates;
+  rates.gbs[WeightFormat::FP8] = 10.0;
+  rates.gbs[WeightFormat::FP4] = 5.0;
+  bench::FormatBytes bytes = {{WeightFormat::FP8, 20'000'000}, {WeightFormat::FP4, 5'000'000},
+                              {WeightFormat::I64, 48}};  // no rate: not counted
+  EXPECT_DOUBLE_EQ(bench::arithmetic_ms(rates, bytes), 2.0 + 1.0);
+  // Measured on the tiny checkpoint's kernels: a rate for every format its products use.
+  auto files = ModelFiles::open(std::string(DSV4_TEST_DATA) + "/tiny-a");
+  CpuBackend be(2);
+  const auto measured = bench::measure_arithmetic_rates(be, files->weights);
+  for (WeightFormat f : {WeightFormat::FP8, WeightFormat::FP4, WeightFormat::BF16, WeightFormat::F32}) {
+    ASSERT_TRUE(measured.gbs.count(f)) << weight_format_name(f);
+    EXPECT_GT(measured.gbs.at(f), 0.0) << weight_format_name(f);
+  }
+  // The per-format accounting adds up to the total the bench divides by its times.
+  const BlockWeights& b = files->weights.layers[1];
+  int64_t sum = 0;
+  for (auto& [f, n] : bench::block_dense_format_bytes(b)) sum += n;
+  EXPECT_EQ(sum, bench::block_dense_bytes(b));
 }
 
 TEST(BenchAccounting, SpeedupAtMeasuredAcceptanceCountsTheMtpRecomputation) {
