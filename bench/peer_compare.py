@@ -2,9 +2,9 @@
 """Side by side with llama.cpp on the same checkpoint: medians of interleaved pairs.
 
 Converts a `dsv4 make-checkpoint` checkpoint to GGUF with the peer's converter (outside this
-project), then alternates the two engines — each run preceded by reading that engine's weight
-files into the page cache (both do not fit in RAM together on a 24 GB machine), the first of
-each pair alternating — and prints, per figure, both engines' medians, the median of the
+project), then alternates the two engines — each run preceded by dropping the other engine's
+files from the page cache and reading its own (both do not fit in RAM together on a 24 GB
+machine), the first of each pair alternating — and prints, per figure, both engines' medians, the median of the
 per-pair ratios, acceptance (speculative figures) and peak RSS.
 
 Figures (names for --figures):
@@ -38,12 +38,21 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def warm(paths):
-    """Reads files once so that the run that follows finds them in the page cache."""
-    for p in paths:
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
+def warm(paths, others):
+    """Drops the other engine's files from the page cache, then reads these twice, so that the
+    run that follows finds all of them cached (read once, pages would sit on the kernel's
+    inactive list and could be evicted before the other engine's recently used pages)."""
+    for p in others:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    for _ in range(2):
+        for p in paths:
+            with open(p, "rb") as f:
+                while f.read(1 << 24):
+                    pass
 
 
 def timed(cmd, stdin=None, timeout=7200):
@@ -194,11 +203,12 @@ def main():
         runs = []
         for i in range(a.pairs):
             pair = {}
-            order = [("ours", ours, our_files(model)), ("peer", peer, [target, mtp] if fig.startswith("spec") else [target])]
+            mine, theirs = our_files(model), [target, mtp] if fig.startswith("spec") else [target]
+            order = [("ours", ours, mine, theirs), ("peer", peer, theirs, mine)]
             if i % 2:
                 order.reverse()
-            for name, fn, files in order:
-                warm(files)
+            for name, fn, files, others in order:
+                warm(files, others)
                 t0 = time.time()
                 pair[name] = fn()
                 pair[name]["seconds"] = time.time() - t0
