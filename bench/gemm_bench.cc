@@ -3,7 +3,7 @@
 // machine's read bandwidth. Weights live in arenas far larger than the caches (several copies,
 // used in turn), so every call streams its weights from memory as a decode step does.
 //
-//   gemm_bench [--threads N] [--isa reference|avx2|avx512] [--reps R] [--only SUBSTRING] [--hot 1]
+//   gemm_bench [--threads N] [--isa reference|avx2|avx512|avx512bf16|amx] [--reps R] [--only SUBSTRING] [--hot 1] [--rows 1,2,4,8,32]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   int threads = 0, reps = 20;
   std::string only;
   bool hot = false;  // one copy of the weights: from the caches where they fit (compute speed)
+  std::vector<int64_t> rows_list = {1, 2, 4, 8, 32};
   CpuIsa isa = default_isa();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -59,8 +60,16 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--only") only = v;
     else if (a == "--hot") hot = v == "1";
+    else if (a == "--rows") {  // comma-separated row counts
+      rows_list.clear();
+      for (size_t p = 0; p < v.size();) {
+        const size_t q = v.find(',', p);
+        rows_list.push_back(std::atoll(v.substr(p, q - p).c_str()));
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
+    }
     else if (a == "--isa")
-      isa = v == "avx512bf16" ? CpuIsa::Avx512Bf16 : v == "avx512" ? CpuIsa::Avx512 : v == "avx2" ? CpuIsa::Avx2 : CpuIsa::Reference;
+      isa = v == "amx" ? CpuIsa::Amx : v == "avx512bf16" ? CpuIsa::Avx512Bf16 : v == "avx512" ? CpuIsa::Avx512 : v == "avx2" ? CpuIsa::Avx2 : CpuIsa::Reference;
   }
   CpuBackend be(threads, isa);
   const bench::BandwidthResult bw = bench::measure_read_bandwidth(be.pool());
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
       w.scale = sbytes ? w.data + wbytes : nullptr;
       w.scale_cols = c.format == WeightFormat::FP8 ? (c.K + 127) / 128 : c.format == WeightFormat::FP4 ? c.K / 32 : 0;
     }
-    for (int64_t n : {1, 2, 4, 8}) {
+    for (int64_t n : rows_list) {
       std::vector<float> x(size_t(n * c.K)), y(size_t(n * c.M));
       for (size_t i = 0; i < x.size(); ++i) x[i] = round_bf16(float((i * 7919) % 1000) / 500.0f - 1.0f);
       Tensor tx(x.data(), DType::F32, {n, c.K}), ty(y.data(), DType::F32, {n, c.M});

@@ -75,6 +75,12 @@ class Backend : public DeviceMemory {
   // Writes rows[i] of `table` from src row i (converting to the table's storage type).
   virtual void store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) = 0;
 
+  // Rows [0, rows) of the ops that follow (until the next call) are a prompt's: a backend may
+  // compute their products with kernels for many rows (the CPU backend: AMX tiles), which round
+  // differently from those of the other rows. Either kind stays batch-invariant on its own: a
+  // row's results depend on its kind, never on what else is in the pass.
+  virtual void set_prompt_rows(int64_t rows) { (void)rows; }
+
   // ---- dense math
   // y[n, m] = sum_k x[n, k] w[m, k]
   virtual void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt = {}) = 0;

@@ -1,5 +1,8 @@
 #include "core/cpu_features.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -26,6 +29,14 @@ CpuFeatures detect() {
   unsigned a, b, c, d;
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
   f.f16c = f.avx2 && (c & (1u << 29)) != 0;
+  // AMX: cpuid leaf 7 edx bits 24 (tile) and 22 (bf16); Linux hands out the 8 KB tile state only
+  // on request (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), for the whole process.
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  if ((d & (1u << 24)) && (d & (1u << 22))) {
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+    f.amx_tile = f.amx_bf16 = granted;
+  }
   return f;
 }
 
@@ -37,6 +48,7 @@ bool CpuFeatures::has(CpuIsa isa) const {
     case CpuIsa::Avx2: return avx2 && fma && f16c;
     case CpuIsa::Avx512: return has(CpuIsa::Avx2) && avx512f && avx512bw && avx512vl && avx512dq;
     case CpuIsa::Avx512Bf16: return has(CpuIsa::Avx512) && avx512_bf16 && avx512vbmi;
+    case CpuIsa::Amx: return has(CpuIsa::Avx512Bf16) && amx_tile && amx_bf16;
   }
   return false;
 }
@@ -49,7 +61,7 @@ const CpuFeatures& cpu_features() {
 CpuIsa default_isa() {
   const CpuFeatures& f = cpu_features();
   CpuIsa best = CpuIsa::Reference;
-  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16, CpuIsa::Amx})
     if (f.has(isa)) best = isa;
   if (const char* cap = std::getenv("DSV4_CPU_ISA")) {
     CpuIsa want = best;
@@ -57,6 +69,7 @@ CpuIsa default_isa() {
     else if (!std::strcmp(cap, "avx2")) want = CpuIsa::Avx2;
     else if (!std::strcmp(cap, "avx512")) want = CpuIsa::Avx512;
     else if (!std::strcmp(cap, "avx512bf16")) want = CpuIsa::Avx512Bf16;
+    else if (!std::strcmp(cap, "amx")) want = CpuIsa::Amx;
     if (uint8_t(want) < uint8_t(best)) best = want;
   }
   return best;
@@ -68,6 +81,7 @@ const char* isa_name(CpuIsa isa) {
     case CpuIsa::Avx2: return "avx2";
     case CpuIsa::Avx512: return "avx512";
     case CpuIsa::Avx512Bf16: return "avx512bf16";
+    case CpuIsa::Amx: return "amx";
   }
   return "?";
 }

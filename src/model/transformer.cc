@@ -53,6 +53,21 @@ void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, 
   p.be.linear(y, head, logits, {ActQuant::None, /*round_bf16=*/false});
 }
 
+namespace {
+
+// Tells the backend which rows are a prompt's for the duration of a pass (also on errors).
+class PromptRows {
+ public:
+  PromptRows(Backend& be, int64_t rows) : be_(be) { be_.set_prompt_rows(rows); }
+  ~PromptRows() { end(); }
+  void end() { be_.set_prompt_rows(0); }
+
+ private:
+  Backend& be_;
+};
+
+}  // namespace
+
 void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
   DSV4_CHECK(!requests.empty(), "forward: no requests");
   workspace_.reset();
@@ -68,9 +83,17 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   }
 
   const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
+  int64_t prompt_rows = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].prompt) continue;
+    DSV4_CHECK(prompt_rows == out.rows_begin[i], "forward: prompt requests must come before the others");
+    prompt_rows += int64_t(requests[i].tokens.size());
+  }
+  PromptRows prompt_scope(backend_, prompt_rows);
   Tensor x = p.alloc({n, hc, D});
   p.be.embed(weights_.embed, p.tokens, hc, x);
   for (const Block& block : blocks_) x = block.forward(p, x);
+  prompt_scope.end();  // the head's rows are gathered: no longer a prefix
 
   const int64_t m = int64_t(logit_rows.size());
   out.vocab = config_.vocab_size;

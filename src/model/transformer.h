@@ -29,6 +29,7 @@ class Transformer {
     std::span<const int32_t> tokens;
     bool all_logits = false;  // logits of every row (verification), else of the last row only
     bool no_logits = false;   // no logits at all (a chunk of a prompt that is not its last)
+    bool prompt = false;      // rows of a prompt (before the others): the backend's prompt kernels
   };
   struct Output {
     std::vector<float> logits;          // [logit rows, V]

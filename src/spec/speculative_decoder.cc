@@ -266,7 +266,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
     requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
-                        false, /*no_logits=*/!last});
+                        false, /*no_logits=*/!last, /*prompt=*/true});
   }
   for (size_t r = 0; r < running.size(); ++r) {
     verify_tokens[r].assign(1, running[r]->last());

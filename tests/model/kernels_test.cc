@@ -1,7 +1,7 @@
 // The CPU product kernels (gemm_avx2.cc, gemm_avx512.cc) against the scalar reference
 // (gemm_rows_reference), on every instruction set this machine has:
 // - every weight format (FP8 with and without activation quantization, FP4, BF16, F32) over
-//   odd shapes (K = 128, 384, 2176; M = 1, 19, 111, 989; n = 1..9 rows), within a tolerance
+//   odd shapes (K = 128, 384, 2176; M = 1, 19, 111, 989; n = 1..9 and 41 rows), within a tolerance
 //   computed from the data: two fp32 sums of the same K exact products differ by at most
 //   2·K·u·Σ|x·w| (u = 2^-24), plus one bf16 rounding step when the output is rounded;
 // - batch invariance: n rows in one call equal n one-row calls, and any split of the outputs
@@ -149,12 +149,17 @@ std::vector<CpuIsa> simd_isas() {
   if (cpu_features().has(CpuIsa::Avx2)) isas.push_back(CpuIsa::Avx2);
   if (cpu_features().has(CpuIsa::Avx512)) isas.push_back(CpuIsa::Avx512);
   if (cpu_features().has(CpuIsa::Avx512Bf16)) isas.push_back(CpuIsa::Avx512Bf16);
+  if (cpu_features().has(CpuIsa::Amx)) isas.push_back(CpuIsa::Amx);
   return isas;
 }
 
 // The instruction set's own kernel (falling back to the next lower set for formats it leaves out).
 GemmKernel kernel_for(CpuIsa isa, const WeightView& w) {
-  if (isa == CpuIsa::Avx512Bf16) {
+  if (isa == CpuIsa::Amx) {
+    GemmKernel k = amx_gemm(w);
+    if (k.rows) return k;
+  }
+  if (isa == CpuIsa::Avx512Bf16 || isa == CpuIsa::Amx) {
     GemmKernel k = avx512bf16_gemm(w);
     if (k.rows) return k;
   }
@@ -207,22 +212,26 @@ TEST_P(GemmKernelTest, RowsAndOutputSplitsDoNotChangeBits) {
   for (int64_t K : {384, 2048 + 128}) {
     const int64_t M = 111;
     const TestWeight tw = make_weight(f.format, M, K, uint64_t(K + 7));
-    const std::vector<float> x = make_input(9, K, uint64_t(K + 11));
+    constexpr int64_t kRows = 41;  // past 32: the AMX kernels' many-row path too
+    const std::vector<float> x = make_input(kRows, K, uint64_t(K + 11));
     for (CpuIsa isa : simd_isas()) {
       const GemmKernel k = kernel_for(isa, tw.view);
-      const std::vector<float> all = run_kernel(k, x, 9, tw.view, f.quantize, true);
-      for (int64_t r = 0; r < 9; ++r) {  // each row alone
+      const std::vector<float> all = run_kernel(k, x, kRows, tw.view, f.quantize, true);
+      const Product ref = reference(x, kRows, tw.view, f.quantize, true);
+      for (int64_t i = 0; i < kRows * M; ++i)
+        ASSERT_LE(std::fabs(all[size_t(i)] - ref.y[size_t(i)]), ref.bound[size_t(i)]) << f.name << " output " << i;
+      for (int64_t r = 0; r < kRows; ++r) {  // each row alone
         const std::vector<float> xr(x.begin() + r * K, x.begin() + (r + 1) * K);
         const std::vector<float> one = run_kernel(k, xr, 1, tw.view, f.quantize, true);
         ASSERT_EQ(std::memcmp(one.data(), all.data() + r * M, size_t(M) * 4), 0)
-            << f.name << " on " << isa_name(isa) << ": row " << r << " alone differs from 9 rows, K=" << K;
+            << f.name << " on " << isa_name(isa) << ": row " << r << " alone differs from " << kRows << " rows, K=" << K;
       }
       for (int64_t n = 2; n <= 8; ++n) {  // n-row prefixes
         const std::vector<float> part = run_kernel(k, x, n, tw.view, f.quantize, true);
         ASSERT_EQ(std::memcmp(part.data(), all.data(), size_t(n * M) * 4), 0) << f.name << " n=" << n;
       }
-      for (int64_t split : {1, 3, 8, 13}) {  // outputs split as threads would
-        const std::vector<float> s = run_kernel(k, x, 9, tw.view, f.quantize, true, split);
+      for (int64_t split : {1, 3, 8, 13, 40}) {  // outputs split as threads would
+        const std::vector<float> s = run_kernel(k, x, kRows, tw.view, f.quantize, true, split);
         ASSERT_EQ(std::memcmp(s.data(), all.data(), all.size() * 4), 0) << f.name << " split " << split;
       }
     }
@@ -337,6 +346,48 @@ TEST(CpuLinear, ThreadCountDoesNotChangeBits) {
       ASSERT_TRUE(std::any_of(y.begin(), y.end(), [](float v) { return v != 0.0f; })) << "all-zero output";
     }
     ASSERT_EQ(std::memcmp(first.data(), y.data(), y.size() * 4), 0) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::cpu
+
+namespace dsv4::cpu {
+namespace {
+
+// Prompt rows (Backend::set_prompt_rows): with AMX, the CPU backend multiplies them on the tile
+// unit and the other rows with the vector kernels. A row's bits depend on its kind alone: rows of
+// a mixed pass equal the same rows in a pass of their own kind, and the tile kernel really ran
+// (its unrounded sums differ somewhere).
+TEST(PromptRows, EachKindOfRowKeepsItsOwnKernelWhateverTheMix) {
+  if (!cpu_features().has(CpuIsa::Amx)) GTEST_SKIP() << "no AMX on this machine";
+  CpuBackend be(2, CpuIsa::Amx);
+  const int64_t n = 21, K = 512, M = 300;
+  for (WeightFormat format : {WeightFormat::FP8, WeightFormat::FP4}) {
+    const TestWeight tw = make_weight(format, M, K, 77);
+    std::vector<float> x = make_input(n, K, 78);
+    Tensor tx(x.data(), DType::F32, {n, K});
+    auto run = [&](int64_t prompt_rows, bool grouped) {
+      std::vector<float> y(size_t(n * M));
+      Tensor ty(y.data(), DType::F32, {n, M});
+      be.set_prompt_rows(prompt_rows);
+      if (grouped) {  // two groups of K/2 inputs, M/2 outputs each
+        TestWeight half = make_weight(format, M, K / 2, 79);
+        be.grouped_linear(tx, half.view, 2, ty, {ActQuant::None, false});
+      } else {
+        be.linear(tx, tw.view, ty, {ActQuant::ByWeight, false});
+      }
+      be.set_prompt_rows(0);
+      return y;
+    };
+    for (bool grouped : {false, true}) {
+      SCOPED_TRACE(std::string(weight_format_name(format)) + (grouped ? " grouped" : " linear"));
+      const std::vector<float> prompt = run(n, grouped), other = run(0, grouped), mixed = run(8, grouped);
+      EXPECT_EQ(std::memcmp(mixed.data(), prompt.data(), size_t(8 * M) * 4), 0) << "prompt rows of a mixed pass";
+      EXPECT_EQ(std::memcmp(mixed.data() + 8 * M, other.data() + 8 * M, size_t((n - 8) * M) * 4), 0)
+          << "other rows of a mixed pass";
+      EXPECT_NE(std::memcmp(prompt.data(), other.data(), prompt.size() * 4), 0) << "the tile kernel did not run";
+    }
   }
 }
 

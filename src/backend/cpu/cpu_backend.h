@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
   void store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) override;
 
+  void set_prompt_rows(int64_t rows) override { prompt_rows_ = rows; }
   void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;
   void grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                       LinearOptions opt) override;
@@ -92,10 +93,17 @@ class CpuBackend final : public Backend {
     }
   }
   static constexpr int64_t kMinParallelWork = int64_t(64) << 10;
+  // The product kernel for w on prompt rows (AMX where the machine has it) or on the others.
+  cpu::GemmKernel kernel_for(const WeightView& w, bool prompt) const;
+  // Rows [0, n) of x that are prompt rows and take another kernel than the rest (else 0).
+  int64_t prompt_split(const WeightView& w, int64_t n) const;
+  void grouped_rows(const float* x, int64_t n, int64_t ldx, const WeightView& w, int64_t groups, float* y,
+                    bool prompt, LinearOptions opt);
   // Outputs per task when splitting `rows` outputs of w applied to n rows over the threads.
   int64_t output_chunk(const WeightView& w, int64_t rows, int64_t n) const;
 
   CpuIsa isa_;
+  int64_t prompt_rows_ = 0;
   ThreadPool pool_;
   std::unique_ptr<OpProfile> profile_;
   // Persistent buffers (they only grow: steady-state decoding allocates nothing).
@@ -103,6 +111,8 @@ class CpuBackend final : public Backend {
   std::vector<cpu::ActivationBuffer> group_buffers_;  // grouped_linear, one per group
   std::vector<cpu::PreparedInput> grouped_inputs_;
   cpu::ActivationBuffer moe_act_x_, moe_act_h_;      // moe_experts
+  cpu::ActivationBuffer moe_prompt_x_, moe_prompt_h_;  // moe_experts: prompt rows with their own kernel
+  std::vector<int64_t> prompt_slots_;
   std::vector<int64_t> start_, slot_at_, position_of_, cursor_, active_;
   std::vector<int32_t> order_, route_order_;
   std::vector<float> route_scores_, route_biased_;   // moe_route

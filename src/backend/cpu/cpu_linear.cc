@@ -46,6 +46,16 @@ void CpuBackend::gemm(const cpu::GemmKernel& kernel, const cpu::PreparedInput& i
   });
 }
 
+cpu::GemmKernel CpuBackend::kernel_for(const WeightView& w, bool prompt) const {
+  if (isa_ == CpuIsa::Amx && !prompt) return cpu::select_gemm(CpuIsa::Avx512Bf16, w);
+  return cpu::select_gemm(isa_, w);
+}
+
+int64_t CpuBackend::prompt_split(const WeightView& w, int64_t n) const {
+  if (prompt_rows_ <= 0 || isa_ != CpuIsa::Amx) return 0;
+  return kernel_for(w, true).rows == kernel_for(w, false).rows ? 0 : std::min(prompt_rows_, n);
+}
+
 void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) {
   ScopedOp op_scope(profile_.get(), "linear");
   const int64_t n = x.rows(), K = x.cols();
@@ -54,33 +64,48 @@ void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearO
              " does not match [", n, ", ", w.rows, "]");
   const bool quantize = cpu::quantizes_activations(w, opt.act_quant == ActQuant::ByWeight);
   DSV4_CHECK(!quantize || K % kFp8Block == 0, "linear '", w.name(), "': ", K, " inputs are not a multiple of 128");
-  const cpu::GemmKernel kernel = cpu::select_gemm(isa_, w);
-  const cpu::PreparedInput in = act_.prepare(kernel, x.f32(), n, K, K, quantize);
-  gemm(kernel, in, w, y.f32(), w.rows, opt.round_bf16);
+  // Prompt rows first (their own kernel, when it differs), then the others.
+  const int64_t split = prompt_split(w, n);
+  for (int part = 0; part < 2; ++part) {
+    const int64_t r0 = part == 0 ? 0 : split, r1 = part == 0 ? split : n;
+    if (r1 <= r0) continue;
+    const cpu::GemmKernel kernel = kernel_for(w, part == 0);
+    const cpu::PreparedInput in = act_.prepare(kernel, x.f32() + r0 * K, r1 - r0, K, K, quantize);
+    gemm(kernel, in, w, y.f32() + r0 * w.rows, w.rows, opt.round_bf16);
+  }
 }
 
 void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                                 LinearOptions opt) {
   ScopedOp op_scope(profile_.get(), "grouped_linear");
-  const int64_t n = x.rows(), K = x.cols() / groups, M = w.rows / groups;
+  const int64_t n = x.rows();
   DSV4_CHECK(x.cols() == groups * w.cols, "grouped linear '", w.name(), "': input has ", x.cols(),
              " features, expected ", groups, " groups of ", w.cols);
   DSV4_CHECK(y.rows() == n && y.cols() == w.rows, "grouped linear '", w.name(), "': bad output shape");
   DSV4_CHECK(!cpu::quantizes_activations(w, opt.act_quant == ActQuant::ByWeight),
              "grouped linear: quantized activations not supported");
+  const int64_t split = prompt_split(w, n);
+  if (split > 0) grouped_rows(x.f32(), split, x.cols(), w, groups, y.f32(), true, opt);
+  if (n > split)
+    grouped_rows(x.f32() + split * x.cols(), n - split, x.cols(), w, groups, y.f32() + split * w.rows, false, opt);
+}
+
+void CpuBackend::grouped_rows(const float* x, int64_t n, int64_t ldx, const WeightView& w, int64_t groups, float* y,
+                              bool prompt, LinearOptions opt) {
+  const int64_t K = ldx / groups, M = w.rows / groups;
   // Group g's inputs are columns [g·K, (g+1)·K) of x: prepared in place (row stride G·K) when
   // the kernel reads the natural layout. One parallel loop covers all groups' outputs.
-  const cpu::GemmKernel kernel = cpu::select_gemm(isa_, w);
+  const cpu::GemmKernel kernel = kernel_for(w, prompt);
   if (group_buffers_.size() < size_t(groups)) group_buffers_.resize(size_t(groups));
   grouped_inputs_.resize(size_t(groups));
   for (int64_t g = 0; g < groups; ++g)
-    grouped_inputs_[size_t(g)] = group_buffers_[size_t(g)].prepare(kernel, x.f32() + g * K, n, K, x.cols(), false);
+    grouped_inputs_[size_t(g)] = group_buffers_[size_t(g)].prepare(kernel, x + g * K, n, K, ldx, false);
   const int64_t chunk = std::min(output_chunk(w, w.rows, n), M);
   const int64_t per_group = (M + chunk - 1) / chunk;
   pool_.run(groups * per_group, [&](int64_t t, int) {
     const int64_t g = t / per_group, m0 = g * M + (t % per_group) * chunk;
     const int64_t m1 = std::min((g + 1) * M, m0 + chunk);
-    kernel.rows(grouped_inputs_[size_t(g)], w, m0, m1, y.f32(), w.rows, opt.round_bf16);
+    kernel.rows(grouped_inputs_[size_t(g)], w, m0, m1, y, w.rows, opt.round_bf16);
   });
 }
 

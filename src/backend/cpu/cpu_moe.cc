@@ -103,8 +103,25 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   // Inputs in position order, prepared (quantized, laid out) once for every expert.
   moe_x_.resize(size_t(S * D));
   for (int64_t p = 0; p < S; ++p) std::copy_n(x.f32() + (slot_at_[size_t(p)] / k) * D, D, moe_x_.data() + p * D);
-  const cpu::GemmKernel k13 = cpu::select_gemm(isa_, first.w1), k2 = cpu::select_gemm(isa_, first.w2);
-  const cpu::PreparedInput in_x = moe_act_x_.prepare(k13, moe_x_.data(), S, D, D, true);
+  // Prompt rows (rows < prompt_split) may take their own kernels: per expert, its positions
+  // [start, start + prompt_slots_[e]) hold them (positions follow the slots, row-major).
+  const int64_t split = prompt_split(first.w1, n);
+  prompt_slots_.assign(size_t(E), 0);
+  for (int64_t p = 0; p < S && split > 0; ++p)
+    if (slot_at_[size_t(p)] / k < split) ++prompt_slots_[size_t(idx[slot_at_[size_t(p)]])];
+  const bool any_prompt = split > 0, any_other = split < n;
+  const cpu::GemmKernel k13 = kernel_for(first.w1, false), k2 = kernel_for(first.w2, false);
+  const cpu::GemmKernel p13 = kernel_for(first.w1, true), p2 = kernel_for(first.w2, true);
+  cpu::PreparedInput in_x, in_px;
+  if (any_other) in_x = moe_act_x_.prepare(k13, moe_x_.data(), S, D, D, true);
+  if (any_prompt) in_px = moe_prompt_x_.prepare(p13, moe_x_.data(), S, D, D, true);
+  // rows(p0, count) of an expert: its prompt positions with the prompt kernel, the rest with the other.
+  auto run = [&](int64_t e, const cpu::GemmKernel& kp, const cpu::PreparedInput& inp, const cpu::GemmKernel& ko,
+                 const cpu::PreparedInput& ino, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy) {
+    const int64_t p0 = start_[size_t(e)], rows = start_[size_t(e + 1)] - p0, np = prompt_slots_[size_t(e)];
+    if (np > 0) kp.rows(inp.rows(p0, np), w, m0, m1, y + p0 * ldy, ldy, true);
+    if (rows > np) ko.rows(ino.rows(p0 + np, rows - np), w, m0, m1, y + (p0 + np) * ldy, ldy, true);
+  };
 
   // w1 and w3 of every selected expert in one parallel loop over (expert, output chunk); each
   // task finishes h = weight · silu(min(g, L)) · clamp(u, ±L) (bf16) for its chunk.
@@ -121,9 +138,8 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   run_tasks(active * t1, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t1)], m0 = (t % t1) * c1, m1 = std::min(inter, m0 + c1);
     const int64_t p0 = start_[size_t(e)], rows = start_[size_t(e + 1)] - p0;
-    const cpu::PreparedInput in = in_x.rows(p0, rows);
-    k13.rows(in, experts[size_t(e)].w1, m0, m1, moe_g_.data() + p0 * inter, inter, true);
-    k13.rows(in, experts[size_t(e)].w3, m0, m1, moe_u_.data() + p0 * inter, inter, true);
+    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w1, m0, m1, moe_g_.data(), inter);
+    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w3, m0, m1, moe_u_.data(), inter);
     for (int64_t p = p0; p < p0 + rows; ++p) {
       const float wt = weights.f32()[slot_at_[size_t(p)]];
       for (int64_t c = m0; c < m1; ++c) {
@@ -138,14 +154,14 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   });
 
   // w2 the same way, into y [S, D] (bf16 values).
-  const cpu::PreparedInput in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, true);
+  cpu::PreparedInput in_h, in_ph;
+  if (any_other) in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, true);
+  if (any_prompt) in_ph = moe_prompt_h_.prepare(p2, moe_h_.data(), S, inter, inter, true);
   moe_y_.resize(size_t(S * D));
   const int64_t c2 = chunk_for(D), t2 = (D + c2 - 1) / c2;
   run_tasks(active * t2, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t2)], m0 = (t % t2) * c2, m1 = std::min(D, m0 + c2);
-    const int64_t p0 = start_[size_t(e)];
-    const cpu::PreparedInput in = in_h.rows(p0, start_[size_t(e + 1)] - p0);
-    k2.rows(in, experts[size_t(e)].w2, m0, m1, moe_y_.data() + p0 * D, D, true);
+    run(e, p2, in_ph, k2, in_h, experts[size_t(e)].w2, m0, m1, moe_y_.data(), D);
   });
 
   // routed[r] = sum of its experts' outputs in ascending expert id (ties: slot order).

@@ -125,13 +125,24 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
     uint16_t* xb = xb_.get(size_t(n * ld));
     int perm[64];
     for (int p = 0; p < 64; ++p) perm[p] = kernel.layout == Layout::Bf16Natural ? p : bf16_source(kernel.layout, p);
+    const bool fold = kernel.fold_scales && in.sx;
     for (int64_t r = 0; r < n; ++r) {
       const float* sr = src + r * lds;
       uint16_t* d = xb + r * ld;
       int64_t g = 0;
+      if (fold) {  // x · s per 128 inputs: exact (s is a power of two), one bf16 operand per product
+        DSV4_CHECK(k % 64 == 0, "folded activation scales: ", k, " inputs are not a multiple of 64");
+        const float* sxr = in.sx + r * in.ldsx;
+        for (; g < k; g += 64)
+          for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]] * sxr[(g + perm[p]) / kFp8Block]);
+      }
       for (; g + 64 <= k; g += 64)
         for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]]);
       for (; g < k; ++g) d[g] = f32_to_bf16(sr[g]);  // (kernels need whole groups; tails stay natural)
+    }
+    if (fold) {
+      in.sx = nullptr;
+      in.ldsx = 0;
     }
     in.x = nullptr;
     in.xb = xb;
@@ -230,11 +241,15 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
 }
 
 GemmKernel select_gemm(CpuIsa isa, const WeightView& w) {
-  if (isa == CpuIsa::Avx512Bf16 && cpu_features().has(CpuIsa::Avx512Bf16)) {
+  if (isa == CpuIsa::Amx && cpu_features().has(CpuIsa::Amx)) {
+    GemmKernel k = amx_gemm(w);
+    if (k.rows) return k;
+  }
+  if ((isa == CpuIsa::Avx512Bf16 || isa == CpuIsa::Amx) && cpu_features().has(CpuIsa::Avx512Bf16)) {
     GemmKernel k = avx512bf16_gemm(w);
     if (k.rows) return k;
   }
-  if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx512Bf16) && cpu_features().has(CpuIsa::Avx512)) {
+  if (isa >= CpuIsa::Avx512 && cpu_features().has(CpuIsa::Avx512)) {
     GemmKernel k = avx512_gemm(w);
     if (k.rows) return k;
   }

@@ -15,8 +15,12 @@
 // independent accumulators share a decoded weight vector — so neither the number of rows nor
 // the split over threads (always over outputs m) changes a bit of any result.
 //
+// The AMX kernels (gemm_amx_avx512.cc) round differently from the vector ones; the CPU backend
+// uses them for prompt rows only (Backend::set_prompt_rows), so that each kind of row keeps one
+// fixed sequence of operations.
+//
 // gemm_rows_reference is the scalar definition the SIMD kernels (gemm_avx2.cc, gemm_avx512.cc,
-// gemm_bf16dot_avx512.cc) are tested against (tests/model/kernels_test.cc); bench/gemm_bench
+// gemm_bf16dot_avx512.cc, gemm_amx_avx512.cc) are tested against (tests/model/kernels_test.cc); bench/gemm_bench
 // measures them at V4-Flash shapes.
 #pragma once
 #include <cstdint>
@@ -66,6 +70,7 @@ struct GemmKernel {
   Layout layout = Layout::Natural;
   bool wants_scales = false;  // sx is always passed (FP8 kernels fold a constant factor into it)
   float scale_factor = 1.0f;  // multiplies every activation scale (FP8 SIMD: 256, the f16 decoding's 2^-8)
+  bool fold_scales = false;   // bf16 activations come multiplied by their scales (exact: powers of two); sx null
   GemmRowsFn rows = nullptr;
 };
 
@@ -77,6 +82,7 @@ GemmKernel select_gemm(CpuIsa isa, const WeightView& w);
 GemmKernel avx2_gemm(const WeightView& w);
 GemmKernel avx512_gemm(const WeightView& w);
 GemmKernel avx512bf16_gemm(const WeightView& w);
+GemmKernel amx_gemm(const WeightView& w);  // gemm_amx_avx512.cc
 
 // Whether a linear layer with this weight quantizes its activations (FP8/FP4 weights, act_quant on).
 inline bool quantizes_activations(const WeightView& w, bool act_quant) {

@@ -31,33 +31,10 @@ namespace dsv4::cpu {
 namespace {
 
 #include "backend/cpu/gemm_driver.h"
+#include "backend/cpu/gemm_bf16_decode.h"
 
 inline __m512 dot(__m512 acc, __m512i x, __m512i w) { return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w); }
 
-// bf16 encoding of e4m3 magnitude code c (exact: 3 mantissa bits; subnormal codes normalized).
-constexpr uint16_t e4m3_bf16(int c) {
-  const int e = c >> 3, m = c & 7;
-  if (e > 0) return uint16_t(((e + 120) << 7) | (m << 4));
-  if (m == 0) return 0;
-  int exp = 118, mant = m;  // m · 2^-9
-  while (mant < 8) {
-    mant <<= 1;
-    --exp;
-  }
-  exp += 3;  // mant in [8, 16): value = mant/8 · 2^(exp-127)
-  return uint16_t((exp << 7) | ((mant & 7) << 4));
-}
-
-struct Fp8Tables {
-  alignas(64) uint8_t hi[128], lo[128];
-  constexpr Fp8Tables() : hi(), lo() {
-    for (int c = 0; c < 128; ++c) {
-      hi[c] = uint8_t(e4m3_bf16(c) >> 8);
-      lo[c] = uint8_t(e4m3_bf16(c) & 0xFF);
-    }
-  }
-};
-constexpr Fp8Tables kFp8Tables;
 
 // Rows of the tile's activations with the 128×128 tile's scales folded in: x·s_x·s_w per
 // 128-block, still exact in bf16 (a power of two times a value with ≤ 8 significant bits), so
@@ -93,8 +70,7 @@ struct Fp8 {
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols, KB = K / 128;
-    const __m512i hi0 = _mm512_load_si512(kFp8Tables.hi), hi1 = _mm512_load_si512(kFp8Tables.hi + 64);
-    const __m512i lo0 = _mm512_load_si512(kFp8Tables.lo), lo1 = _mm512_load_si512(kFp8Tables.lo + 64);
+    const Fp8Decoder fp8;
     const uint8_t* wr[F];
     for (int f = 0; f < F; ++f) wr[f] = w.data + (m + f) * K;
     const uint16_t* xr[R];
@@ -113,11 +89,8 @@ struct Fp8 {
         prefetch_line(p + kPrefetchTiles * F * K + 64);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-          const __m512i idx = _mm512_loadu_si512(p + 64 * h);
-          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, idx, hi1), idx,
-                                                       _mm512_set1_epi8(int8_t(0x80)), 0xF8);
-          const __m512i lo = _mm512_permutex2var_epi8(lo0, idx, lo1);
-          const __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);
+          __m512i w0, w1;
+          fp8.decode64(p + 64 * h, w0, w1);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             acc[f][r] = dot(acc[f][r], xv[r][2 * h], w0);
@@ -131,13 +104,107 @@ struct Fp8 {
   }
 };
 
+// FP4 tiles decoding their weights as they go (a step of ≤ 4 rows): per (output, row) one
+// vdpbf16ps chain over the whole row, the products exact (both scales folded), as the FP8 tiles.
+struct Fp4 {
+  static constexpr int kMaxRows = 4;
+  static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    const int64_t K = w.cols, blocks = K / 32;
+    Fp4Row row[F] = {};
+    for (int f = 0; f < F; ++f) row[f] = Fp4Row(w.data + (m + f) * (K / 2), w.scale + (m + f) * w.scale_cols);
+    const uint16_t* xr[R];
+    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
+    __m512 acc[F][R];
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) acc[f][r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < blocks; g += 32) {
+      const int nb = blocks - g < 32 ? int(blocks - g) : 32;
+      for (int f = 0; f < F; ++f) row[f].load_scales(g, nb);
+      for (int j = 0; j < nb; j += 2) {
+        const int64_t b = g + j;
+#pragma GCC unroll 4
+        for (int f = 0; f < F; ++f) {
+          if ((b & 3) == 0) prefetch_line(w.data + (m + f + kPrefetchTiles * F) * (K / 2) + b * 16);
+          __m512i even, odd;
+          row[f].decode_pair(g, j, even, odd);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            acc[f][r] = dot(acc[f][r], _mm512_loadu_si512(xr[r] + b * 32), even);
+            acc[f][r] = dot(acc[f][r], _mm512_loadu_si512(xr[r] + b * 32 + 32), odd);
+          }
+        }
+      }
+    }
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(acc[f][r]);
+  }
+
+  // Row m decoded in full: K words in the activations' order, as tile() forms them.
+  static void decode_row(const WeightView& w, int64_t m, uint16_t* dst) {
+    const int64_t K = w.cols, blocks = K / 32;
+    Fp4Row row(w.data + m * (K / 2), w.scale + m * w.scale_cols);
+    for (int64_t g = 0; g < blocks; g += 32) {
+      const int nb = blocks - g < 32 ? int(blocks - g) : 32;
+      row.load_scales(g, nb);
+      for (int j = 0; j < nb; j += 2) {
+        __m512i even, odd;
+        row.decode_pair(g, j, even, odd);
+        _mm512_store_si512(dst + (g + j) * 32, even);
+        _mm512_store_si512(dst + (g + j) * 32 + 32, odd);
+      }
+    }
+  }
+};
+
+// FP8 row m decoded in full (K words in the Bf16Unpack64 order), as Fp8::tile forms them.
+void fp8_decode_row(const WeightView& w, int64_t m, uint16_t* dst) {
+  const Fp8Decoder fp8;
+  const uint8_t* p = w.data + m * w.cols;
+  for (int64_t k = 0; k < w.cols; k += 64) {
+    __m512i w0, w1;
+    fp8.decode64(p + k, w0, w1);
+    _mm512_store_si512(dst + k, w0);
+    _mm512_store_si512(dst + k + 32, w1);
+  }
+}
+
+// Tiles over weights decoded once for many rows: F outputs (rows of `wd`, stride K) × R
+// activation rows, one vdpbf16ps chain per pair over the whole row — the chains the decoding
+// tiles form, so the bits do not depend on which path ran.
+constexpr int kStateFloats = 16;  // one 16-lane chain
+template <int F, int R>
+void decoded_tile(const uint16_t* wd, int64_t K, const uint16_t* x, int64_t ldx, int64_t k0, int64_t k1,
+                  float* state, bool first, bool last, float* out) {
+  __m512 acc[F][R];
+  for (int f = 0; f < F; ++f)
+    for (int r = 0; r < R; ++r)
+      acc[f][r] = first ? _mm512_setzero_ps() : _mm512_load_ps(state + (r * 8 + f) * kStateFloats);
+  for (int64_t k = k0; k < k1; k += 32) {
+    __m512i xv[R];
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_si512(x + r * ldx + k);
+#pragma GCC unroll 4
+    for (int f = 0; f < F; ++f) {
+      const __m512i wv = _mm512_load_si512(wd + f * K + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[f][r] = dot(acc[f][r], xv[r], wv);
+    }
+  }
+  for (int f = 0; f < F; ++f)
+    for (int r = 0; r < R; ++r) {
+      if (last) out[f * R + r] = _mm512_reduce_add_ps(acc[f][r]);
+      else _mm512_store_ps(state + (r * 8 + f) * kStateFloats, acc[f][r]);
+    }
+}
+
 // The FP8 loop nest: as drive() (gemm_driver.h), plus the activations of each row block scaled
 // for each 128-row weight tile the outputs reach (1/128 of the product's work).
 void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
                bool round) {
+  const int64_t K = w.cols, ld = K + 64;  // rows padded by 128 bytes (see ActivationBuffer)
   constexpr int64_t kBufferElems = int64_t(64) << 10;  // 128 KB of bf16
   alignas(64) uint16_t buffer[kBufferElems];
-  const int64_t K = w.cols, ld = K + 64;  // rows padded by 128 bytes (see ActivationBuffer)
   int64_t row_block = kBufferElems / ld / 4 * 4;
   if (row_block < 4) row_block = 4;  // K ≤ 8192: the buffer holds 4 rows
   auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, buffer, ld); };
@@ -151,78 +218,10 @@ void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t
   });
 }
 
-// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
-inline __m512 e8m0x16(__m128i bytes) {
-  const __m512i d = _mm512_cvtepu8_epi32(bytes);
-  __m512i v = _mm512_slli_epi32(d, 23);
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
-  return _mm512_castsi512_ps(v);
-}
-
-struct Fp4 {
-  static constexpr int kMaxRows = 4;
-  static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
-  template <int F, int R>
-  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
-    const int64_t K = w.cols, blocks = K / 32;
-    // bf16 of 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives, twice (vpermw reads 5 index bits).
-    const __m512i table = _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, 0xBF008000,
-                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080),
-                                            0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
-                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080));
-    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const uint8_t* wr[F];
-    const uint8_t* sr[F];
-    for (int f = 0; f < F; ++f) {
-      wr[f] = w.data + (m + f) * (K / 2);
-      sr[f] = w.scale + (m + f) * w.scale_cols;
-    }
-    const uint16_t* xr[R];
-    const float* sxr[R];
-    for (int r = 0; r < R; ++r) {
-      xr[r] = in.xb + (r0 + r) * in.ldx;
-      sxr[r] = in.sx + (r0 + r) * in.ldsx;
-    }
-    __m512 tot[F][R];
-    for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
-    alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
-    for (int64_t g = 0; g < blocks; g += 16) {
-      const int nb = blocks - g < 16 ? int(blocks - g) : 16;  // even: K % 128 == 0
-      const __mmask16 bmask = __mmask16((1u << nb) - 1);
-      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
-      for (int f = 0; f < F; ++f) {
-        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
-        for (int r = 0; r < R; ++r) {
-          const __m512 sxv =
-              _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
-          _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
-        }
-      }
-      for (int j = 0; j < nb; j += 2) {  // two blocks (64 columns, 32 bytes) per step
-        const int64_t b = g + j;
-        const __m512i pair = _mm512_or_si512(_mm512_set1_epi32(j),
-                                             _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
-#pragma GCC unroll 8
-        for (int f = 0; f < F; ++f) {
-          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
-          const __m512i codes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16)));
-          const __m512i we = _mm512_permutexvar_epi16(codes, table);
-          const __m512i wo = _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4), table);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const uint16_t* x = xr[r] + b * 32;
-            const __m512 blk = dot(dot(_mm512_setzero_ps(), _mm512_loadu_si512(x), we), _mm512_loadu_si512(x + 32), wo);
-            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_permutexvar_ps(pair, _mm512_load_ps(sv[f][r])), tot[f][r]);
-          }
-        }
-      }
-    }
-    for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
-  }
-};
+using DecodedWord = uint16_t;
+inline const uint16_t* activation_rows(const PreparedInput& in) { return in.xb; }
+constexpr int kDecodedRows = 4;  // 4 outputs × 4 rows: 16 accumulators
+#include "backend/cpu/gemm_decoded.h"
 
 struct Bf16 {
   static constexpr int kMaxRows = 4;
@@ -266,14 +265,15 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
       if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
         k.layout = Layout::Bf16Unpack64;
         k.wants_scales = true;
-        k.rows = drive_fp8;
+        k.rows = drive_fp8_any;
       }
       break;
     case WeightFormat::FP4:
       if (K % 128 == 0 && w.scale_cols == K / 32) {
         k.layout = Layout::Bf16PairSplit64;
         k.wants_scales = true;
-        k.rows = drive<Fp4>;
+        k.fold_scales = true;
+        k.rows = drive_fp4;
       }
       break;
     case WeightFormat::BF16:
