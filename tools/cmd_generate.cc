@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "spec/context_limit.h"
 #include "core/error.h"
 #include "generate_text.h"
 #include "metrics_report.h"
@@ -29,6 +30,7 @@ struct GenerateArgs {
   int draft = 0;
   int64_t mtp_vocab = 0;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+  int64_t max_context = 0;  // 0: the model's maximum position
   int threads = 0;
 };
 
@@ -47,9 +49,11 @@ int run_generate(const GenerateArgs& a) {
   if (!a.ignore_eos) o.eos = int32_t(c.eos_token_id);
 
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
-  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk);
+  const int64_t sequences = std::max<int64_t>(1, int64_t(a.prompt_tokens.size()) + !a.prompt_tokens_file.empty());
+  const ContextLimit limit = ContextLimit::check(c, a.max_context, sequences, a.prefill_chunk);
+  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit);
   if (!a.prompt_file.empty())
-    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk);
+    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
@@ -61,6 +65,9 @@ int run_generate(const GenerateArgs& a) {
     DSV4_CHECK(!prompts.back().empty(), a.prompt_tokens_file, ": no token ids");
     check_token_ids(prompts.back(), c.vocab_size, a.prompt_tokens_file);
   }
+  int64_t longest = 0;
+  for (auto& p : prompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
+  limit.apply(longest, o, "generate");
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   decoder.set_prefill_chunk(a.prefill_chunk);
   auto outputs = decoder.generate(prompts, o);
@@ -107,6 +114,9 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens per prefill pass (bounds memory; any size gives the same output)")
       ->capture_default_str();
+  cmd->add_option("--max-context", args->max_context,
+                  "longest sequence, prompt + generated (0 = the model's maximum); refused at start if its cache "
+                  "cannot fit in available memory");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
   cmd->callback([args, &result, ids, text, text_file, ids_file] {

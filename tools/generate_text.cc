@@ -10,10 +10,11 @@
 namespace dsv4::cli {
 
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
-                  int64_t prefill_chunk) {
+                  int64_t prefill_chunk, const ContextLimit* limit) {
   const text::Tokenizer tok = load_model_tokenizer(engine.files->dir, engine.config());
   const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/true);
   GenerateOptions o = options;
+  if (limit) limit->apply(int64_t(ids.size()), o, "generate");
   if (o.eos) o.eos = stop_token(tok, engine.config());
   // Text goes out as soon as its tokens are accepted (several at once after a speculative
   // step); the decoder holds back bytes of a character split across tokens.

@@ -2,12 +2,14 @@
 #pragma once
 #include <string>
 
+#include "spec/context_limit.h"
 #include "spec/engine.h"
 #include "spec/speculative_decoder.h"
 
 namespace dsv4::cli {
 
+// limit (if any): the prompt must fit under it, and generation stops there.
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
-                  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk);
+                  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk, const ContextLimit* limit = nullptr);
 
 }  // namespace dsv4::cli

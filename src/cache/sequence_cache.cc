@@ -6,6 +6,48 @@
 
 namespace dsv4 {
 
+LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t ratio) {
+  LayerCacheGeometry g;
+  g.head_dim = c.head_dim;
+  g.window = c.sliding_window;
+  g.ratio = ratio;
+  if (ratio > 0) g.state_width = 2 * (ratio == 4 ? 2 : 1) * c.head_dim;
+  if (ratio == 4) {
+    g.index_head_dim = c.index_head_dim;
+    g.index_state_width = 2 * 2 * c.index_head_dim;
+  }
+  return g;
+}
+
+CacheFootprint layer_cache_footprint(const LayerCacheGeometry& g, int64_t retain, int64_t rows_per_block) {
+  // As release_unneeded keeps them: raw rows of the window and the rollback span; compressor
+  // state rows from the block before the oldest position a rollback can reach.
+  // Blocks: a bounded span of rows may straddle two partly used blocks, a growing table has one.
+  CacheFootprint f;
+  auto bounded = [&](int64_t rows, int64_t row_bytes) { f.fixed_bytes += (rows + 2 * rows_per_block) * row_bytes; };
+  auto growing = [&](int64_t row_bytes) {
+    f.fixed_bytes += rows_per_block * row_bytes;
+    f.bytes_per_token += double(row_bytes) / double(g.ratio);
+  };
+  bounded(g.window + retain, 2 * g.head_dim);
+  if (g.ratio > 0) {
+    bounded(2 * g.ratio + retain, 4 * g.state_width);
+    growing(2 * g.head_dim);
+  }
+  if (g.index_head_dim > 0) {
+    bounded(2 * g.ratio + retain, 4 * g.index_state_width);
+    growing(2 * g.index_head_dim);
+  }
+  return f;
+}
+
+CacheFootprint model_cache_footprint(const ModelConfig& c, int64_t retain) {
+  CacheFootprint f;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) f += layer_cache_footprint(cache_geometry_for(c, c.compress_ratio(l)), retain);
+  for (int64_t m = 0; m < c.num_nextn_predict_layers; ++m) f += layer_cache_footprint(cache_geometry_for(c, 0), retain);
+  return f;
+}
+
 RowPool* CachePools::get(DType dtype, int64_t row_elems) {
   auto& p = pools_[{dtype, row_elems}];
   if (!p) p = std::make_unique<RowPool>(memory_, dtype, row_elems, rows_per_block_);
@@ -15,6 +57,12 @@ RowPool* CachePools::get(DType dtype, int64_t row_elems) {
 int64_t CachePools::bytes_in_use() const {
   int64_t total = 0;
   for (auto& [key, p] : pools_) total += p->blocks_allocated() * int64_t(p->block_bytes());
+  return total;
+}
+
+int64_t CachePools::bytes_held() const {
+  int64_t total = 0;
+  for (auto& [key, p] : pools_) total += p->blocks_in_use() * int64_t(p->block_bytes());
   return total;
 }
 

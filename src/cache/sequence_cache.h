@@ -15,6 +15,7 @@
 
 #include "cache/row_pool.h"
 #include "core/device_memory.h"
+#include "io/config.h"
 
 namespace dsv4 {
 
@@ -26,6 +27,7 @@ class CachePools {
   RowPool* get(DType dtype, int64_t row_elems);
   int64_t bytes_in_use() const;     // bytes of the chunks allocated from the backend
   int64_t blocks_in_use() const;    // blocks held by sequences (0 when every sequence is gone)
+  int64_t bytes_held() const;       // bytes of those blocks
 
  private:
   DeviceMemory& memory_;
@@ -41,6 +43,29 @@ struct LayerCacheGeometry {
   int64_t index_head_dim = 0;     // > 0 when the layer has an indexer
   int64_t index_state_width = 0;
 };
+
+// The cache geometry of a layer of model `c` with this compression ratio (0: window only).
+LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t compress_ratio);
+
+// What one sequence's cache holds for a layer: a part bounded by the window, the rollback limit
+// (`retain`) and the compressors' pending blocks, and a part that grows with the context — one
+// compressed entry (bf16, head_dim) and, with an indexer, one key (bf16, index_head_dim) per
+// `ratio` positions. V4-Flash: CSA 256 + 64 = 320 B per token, HCA 8 B, window-only layers 0.
+struct CacheFootprint {
+  int64_t fixed_bytes = 0;
+  double bytes_per_token = 0;
+  int64_t at(int64_t tokens) const { return fixed_bytes + int64_t(bytes_per_token * double(tokens)); }
+  CacheFootprint& operator+=(const CacheFootprint& o) {
+    fixed_bytes += o.fixed_bytes;
+    bytes_per_token += o.bytes_per_token;
+    return *this;
+  }
+};
+// (Rows live in blocks of `rows_per_block`: the bound counts the partly used blocks too.)
+CacheFootprint layer_cache_footprint(const LayerCacheGeometry& g, int64_t retain, int64_t rows_per_block = 64);
+
+// One sequence of the whole model: the target's layers and the MTP module's (window only).
+CacheFootprint model_cache_footprint(const ModelConfig& c, int64_t retain);
 
 struct LayerCache {
   LayerCacheGeometry geometry;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/sequence_cache.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/weights.h"
@@ -116,6 +117,10 @@ json report_to_json(const InspectReport& r) {
   j["bytes"] = r.bytes;
   j["parameters"] = r.parameters;
   j["config"] = r.config.to_json();
+  if (r.opened()) {
+    const CacheFootprint f = model_cache_footprint(r.config, 16);
+    j["cache"] = {{"bytes_per_token", f.bytes_per_token}, {"fixed_bytes", f.fixed_bytes}, {"rollback_limit", 16}};
+  }
   json dtypes = json::object();
   for (auto& [name, d] : r.dtypes)
     dtypes[name] = {{"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}};
@@ -185,6 +190,20 @@ std::string format_report(const InspectReport& r) {
   line("  HCA (ratio 128):                " + list_string(r.hca_layers));
   for (auto& [ratio, layers] : r.other_ratio_layers) line(cat("  compressed (ratio ", ratio, "):  ", list_string(layers)));
   line("  hash-routed:                    " + list_string(r.hash_layers));
+  {
+    // The cache per sequence (rollback limit 16, as the engine's default).
+    const CacheFootprint f = model_cache_footprint(c, 16);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "cache per sequence: %.1f B per token + %s (window, rollback, pending blocks); "
+                  "at %lld tokens (max position): %s", f.bytes_per_token, human_bytes(uint64_t(f.fixed_bytes)).c_str(),
+                  static_cast<long long>(c.max_position_embeddings),
+                  human_bytes(uint64_t(f.at(c.max_position_embeddings))).c_str());
+    line(buf);
+    const double csa = layer_cache_footprint(cache_geometry_for(c, 4), 16).bytes_per_token;
+    const double hca = layer_cache_footprint(cache_geometry_for(c, 128), 16).bytes_per_token;
+    std::snprintf(buf, sizeof buf, "  per layer and token: CSA %.1f B, HCA %.1f B, window only 0 B", csa, hca);
+    line(buf);
+  }
   if (r.mtp_present) line(cat("MTP: present (", r.mtp_configured, " module(s) configured)"));
   else line("MTP: absent (" + r.mtp_note + ")");
   line(cat("missing tensors: ", r.missing.size()));

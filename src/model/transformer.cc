@@ -6,19 +6,6 @@
 
 namespace dsv4 {
 
-LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t ratio) {
-  LayerCacheGeometry g;
-  g.head_dim = c.head_dim;
-  g.window = c.sliding_window;
-  g.ratio = ratio;
-  if (ratio > 0) g.state_width = 2 * (ratio == 4 ? 2 : 1) * c.head_dim;
-  if (ratio == 4) {
-    g.index_head_dim = c.index_head_dim;
-    g.index_state_width = 2 * 2 * c.index_head_dim;
-  }
-  return g;
-}
-
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
                          TransformerOptions options)
     : config_(config), weights_(weights), backend_(backend), options_(options), workspace_(backend),

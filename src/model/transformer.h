@@ -66,7 +66,4 @@ class Transformer {
   std::vector<Block> blocks_;
 };
 
-// The cache geometry of a block (shared by the target layers and the MTP layer).
-LayerCacheGeometry cache_geometry_for(const ModelConfig& c, int64_t compress_ratio);
-
 }  // namespace dsv4

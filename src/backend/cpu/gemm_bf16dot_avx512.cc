@@ -5,13 +5,12 @@
 // this computes the same sums as the FMA kernels, in a different fixed order (vdpbf16ps treats
 // subnormal bf16 inputs as zero; none occur in these weights or activations).
 //
-// FP8: 64 codes per vpermi2b pair: one lookup gives each magnitude's bf16 high byte (then the
-//   sign bit is OR-ed in), one the low byte; unpacking the two within 128-bit lanes makes 64
-//   bf16 words, so activations come in the Bf16Unpack64 order. Both block scales are folded
-//   into a copy of the activations per 128-row weight tile (exact: powers of two), so each row
-//   is two vdpbf16ps chains of exact products — the reference's block sums scaled and added,
-//   in another order — with no per-block work: a verification pass of 4 rows stays near the
-//   cost of one.
+// FP8: decoded by byte lookups (gemm_bf16_decode.h) into the Bf16Unpack64 order of the
+//   activations. Both block scales are folded into a copy of the activations per 128-row weight
+//   tile (exact: powers of two), so each row is one vdpbf16ps chain of exact products — the
+//   reference's block sums scaled and added, in another order — with no per-block work: a
+//   verification pass of 4 rows stays near the cost of one. Steps of 5 rows or more decode each
+//   group of 8 weight rows once for all rows (gemm_decoded.h), with the same chains.
 // FP4: 32 bytes widen to 32 words; vpermw on the low nibble (the table is repeated, so the high
 //   nibble's low bit does not matter) gives the even columns, on the shifted word the odd ones
 //   (activations Bf16PairSplit64). The lanes of one 64-column step hold two 32-wide blocks
@@ -104,57 +103,76 @@ struct Fp8 {
   }
 };
 
-// FP4 tiles decoding their weights as they go (a step of ≤ 4 rows): per (output, row) one
-// vdpbf16ps chain over the whole row, the products exact (both scales folded), as the FP8 tiles.
+// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i d = _mm512_cvtepu8_epi32(bytes);
+  __m512i v = _mm512_slli_epi32(d, 23);
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
+  return _mm512_castsi512_ps(v);
+}
+
 struct Fp4 {
   static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols, blocks = K / 32;
-    Fp4Row row[F] = {};
-    for (int f = 0; f < F; ++f) row[f] = Fp4Row(w.data + (m + f) * (K / 2), w.scale + (m + f) * w.scale_cols);
+    // bf16 of 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives, twice (vpermw reads 5 index bits).
+    const __m512i table = _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, 0xBF008000,
+                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080),
+                                            0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
+                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080));
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const uint8_t* wr[F];
+    const uint8_t* sr[F];
+    for (int f = 0; f < F; ++f) {
+      wr[f] = w.data + (m + f) * (K / 2);
+      sr[f] = w.scale + (m + f) * w.scale_cols;
+    }
     const uint16_t* xr[R];
-    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
-    __m512 acc[F][R];
+    const float* sxr[R];
+    for (int r = 0; r < R; ++r) {
+      xr[r] = in.xb + (r0 + r) * in.ldx;
+      sxr[r] = in.sx + (r0 + r) * in.ldsx;
+    }
+    __m512 tot[F][R];
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) acc[f][r] = _mm512_setzero_ps();
-    for (int64_t g = 0; g < blocks; g += 32) {
-      const int nb = blocks - g < 32 ? int(blocks - g) : 32;
-      for (int f = 0; f < F; ++f) row[f].load_scales(g, nb);
-      for (int j = 0; j < nb; j += 2) {
+      for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
+    alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
+    for (int64_t g = 0; g < blocks; g += 16) {
+      const int nb = blocks - g < 16 ? int(blocks - g) : 16;  // even: K % 128 == 0
+      const __mmask16 bmask = __mmask16((1u << nb) - 1);
+      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
+      for (int f = 0; f < F; ++f) {
+        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
+        for (int r = 0; r < R; ++r) {
+          const __m512 sxv =
+              _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
+          _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
+        }
+      }
+      for (int j = 0; j < nb; j += 2) {  // two blocks (64 columns, 32 bytes) per step
         const int64_t b = g + j;
-#pragma GCC unroll 4
+        const __m512i pair = _mm512_or_si512(_mm512_set1_epi32(j),
+                                             _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+#pragma GCC unroll 8
         for (int f = 0; f < F; ++f) {
-          if ((b & 3) == 0) prefetch_line(w.data + (m + f + kPrefetchTiles * F) * (K / 2) + b * 16);
-          __m512i even, odd;
-          row[f].decode_pair(g, j, even, odd);
+          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
+          const __m512i codes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16)));
+          const __m512i we = _mm512_permutexvar_epi16(codes, table);
+          const __m512i wo = _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4), table);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
-            acc[f][r] = dot(acc[f][r], _mm512_loadu_si512(xr[r] + b * 32), even);
-            acc[f][r] = dot(acc[f][r], _mm512_loadu_si512(xr[r] + b * 32 + 32), odd);
+            const uint16_t* x = xr[r] + b * 32;
+            const __m512 blk = dot(dot(_mm512_setzero_ps(), _mm512_loadu_si512(x), we), _mm512_loadu_si512(x + 32), wo);
+            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_permutexvar_ps(pair, _mm512_load_ps(sv[f][r])), tot[f][r]);
           }
         }
       }
     }
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(acc[f][r]);
-  }
-
-  // Row m decoded in full: K words in the activations' order, as tile() forms them.
-  static void decode_row(const WeightView& w, int64_t m, uint16_t* dst) {
-    const int64_t K = w.cols, blocks = K / 32;
-    Fp4Row row(w.data + m * (K / 2), w.scale + m * w.scale_cols);
-    for (int64_t g = 0; g < blocks; g += 32) {
-      const int nb = blocks - g < 32 ? int(blocks - g) : 32;
-      row.load_scales(g, nb);
-      for (int j = 0; j < nb; j += 2) {
-        __m512i even, odd;
-        row.decode_pair(g, j, even, odd);
-        _mm512_store_si512(dst + (g + j) * 32, even);
-        _mm512_store_si512(dst + (g + j) * 32 + 32, odd);
-      }
-    }
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(tot[f][r]);
   }
 };
 
@@ -272,8 +290,7 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
       if (K % 128 == 0 && w.scale_cols == K / 32) {
         k.layout = Layout::Bf16PairSplit64;
         k.wants_scales = true;
-        k.fold_scales = true;
-        k.rows = drive_fp4;
+        k.rows = drive<Fp4>;
       }
       break;
     case WeightFormat::BF16:

@@ -1,4 +1,4 @@
-// Steps of many rows (prefill, long verifications): each group of 8 weight rows is decoded once
+// FP8 steps of many rows (prefill, long verifications): each group of 8 weight rows is decoded once
 // into a per-thread buffer and every activation row runs over it, instead of decoding the
 // weights again for every tile of ≤ 4 rows. Included, like gemm_driver.h, inside an ISA's
 // anonymous namespace, after it defines
@@ -10,7 +10,6 @@
 //       int64_t ldx, int64_t k0, int64_t k1, float* state, bool first, bool last, float* out);
 //     (columns [k0, k1) of F outputs × R rows; the running sums of (f, r) at
 //      state + (r·8 + f)·kStateFloats: zero when `first`, reduced into out[f·R + r] when `last`)
-//   struct Fp4 { ... static void decode_row(const WeightView&, int64_t m, DecodedWord*); };
 //   void fp8_decode_row(const WeightView&, int64_t m, DecodedWord*);
 //   void scale_for_tile(...);                      // FP8: activations scaled per weight tile
 //   void drive_fp8(...);                           // FP8 steps of few rows
@@ -76,22 +75,6 @@ inline int64_t decoded_row_block(int64_t ld, int64_t n) {
   int64_t rows = kRowBlockBytes / (int64_t(sizeof(DecodedWord)) * ld);
   if (rows < 4) rows = 4;
   return rows < n ? rows : n;
-}
-
-// FP4: the activations as prepared (both scales folded, so no per-tile copy).
-inline void drive_fp4(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
-                      bool round) {
-  if (in.n < kDecodeFromRows) return drive<Fp4>(in, w, m0, m1, y, ldy, round);
-  const int64_t K = w.cols, row_block = decoded_row_block(in.ldx, in.n);
-  DecodedWord* wd = decoded_weights(K);
-  for (int64_t rb = 0; rb < in.n; rb += row_block) {
-    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
-    for (int64_t m = m0; m < m1; m += 8) {
-      const int nf = m1 - m < 8 ? int(m1 - m) : 8;
-      for (int f = 0; f < nf; ++f) Fp4::decode_row(w, m + f, wd + f * K);
-      decoded_group(wd, nf, activation_rows(in) + rb * in.ldx, in.ldx, rows, K, y + rb * ldy, ldy, m, round);
-    }
-  }
 }
 
 // FP8: a block of rows' activations scaled for each 128-row weight tile (as drive_fp8), then
