@@ -216,6 +216,9 @@ TEST_P(GemmKernelTest, RowsAndOutputSplitsDoNotChangeBits) {
     const std::vector<float> x = make_input(kRows, K, uint64_t(K + 11));
     for (CpuIsa isa : simd_isas()) {
       const GemmKernel k = kernel_for(isa, tw.view);
+      if (isa == CpuIsa::Amx && (f.format == WeightFormat::FP8 || f.format == WeightFormat::FP4)) {
+        ASSERT_EQ(k.isa, CpuIsa::Amx) << f.name << ": the tile kernel is not the one under test";
+      }
       const std::vector<float> all = run_kernel(k, x, kRows, tw.view, f.quantize, true);
       const Product ref = reference(x, kRows, tw.view, f.quantize, true);
       for (int64_t i = 0; i < kRows * M; ++i)

@@ -126,12 +126,12 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
     int perm[64];
     for (int p = 0; p < 64; ++p) perm[p] = kernel.layout == Layout::Bf16Natural ? p : bf16_source(kernel.layout, p);
     const bool fold = kernel.fold_scales && in.sx;
+    DSV4_CHECK(!fold || k % 64 == 0, "folded activation scales: ", k, " inputs are not a multiple of 64");
     for (int64_t r = 0; r < n; ++r) {
       const float* sr = src + r * lds;
       uint16_t* d = xb + r * ld;
       int64_t g = 0;
       if (fold) {  // x · s per 128 inputs: exact (s is a power of two), one bf16 operand per product
-        DSV4_CHECK(k % 64 == 0, "folded activation scales: ", k, " inputs are not a multiple of 64");
         const float* sxr = in.sx + r * in.ldsx;
         for (; g < k; g += 64)
           for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]] * sxr[(g + perm[p]) / kFp8Block]);

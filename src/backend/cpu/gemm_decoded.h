@@ -87,20 +87,10 @@ inline void drive_fp8_any(const PreparedInput& in, const WeightView& w, int64_t 
   const int64_t row_block = decoded_row_block(ld, in.n);
   DecodedWord* xs = scaled.get(size_t(row_block * ld));
   DecodedWord* wd = decoded_weights(K);
-  for (int64_t rb = 0; rb < in.n; rb += row_block) {
-    const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
-    int64_t tile = -1;
-    for (int64_t m = m0; m < m1;) {
-      int64_t m_end = m + 8 < m1 ? m + 8 : m1;
-      if (m_end > (m / 128 + 1) * 128) m_end = (m / 128 + 1) * 128;
-      if (m / 128 != tile) {
-        tile = m / 128;
-        scale_for_tile(in, w, tile, rb, rows, xs, ld);
-      }
-      const int nf = int(m_end - m);
-      for (int f = 0; f < nf; ++f) fp8_decode_row(w, m + f, wd + f * K);
-      decoded_group(wd, nf, xs, ld, rows, K, y + rb * ldy, ldy, m, round);
-      m = m_end;
-    }
-  }
+  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, xs, ld); };
+  drive_fp8_groups(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t rows, int64_t m, int64_t m_end) {
+    const int nf = int(m_end - m);
+    for (int f = 0; f < nf; ++f) fp8_decode_row(w, m + f, wd + f * K);
+    decoded_group(wd, nf, xs, ld, rows, K, y + rb * ldy, ldy, m, round);
+  });
 }

@@ -89,10 +89,11 @@ void drive(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1,
 
 // The FP8 loop nest: as drive(), plus the activations of each block of `row_block` rows
 // rescaled for each 128-row weight tile the outputs reach (1/128 of the product's work):
-// rescale(tile, rb, rows) fills the kernel's buffer; run(rb, r0, n, m, m_end) computes outputs
-// [m, m_end) of the block's rows r0 .. r0+n-1 (n ≤ 4) from it. Groups stay within a tile.
-template <class Rescale, class Run>
-void drive_fp8_nest(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row_block, Rescale rescale, Run run) {
+// rescale(tile, rb, rows) fills the kernel's buffer; group(rb, rows, m, m_end) computes outputs
+// [m, m_end) (≤ 8, within one tile) of the block's `rows` rows from it.
+template <class Rescale, class Group>
+void drive_fp8_groups(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row_block, Rescale rescale,
+                      Group group) {
   for (int64_t rb = 0; rb < in.n; rb += row_block) {
     const int64_t rows = in.n - rb < row_block ? in.n - rb : row_block;
     int64_t tile = -1;
@@ -103,8 +104,16 @@ void drive_fp8_nest(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row
         tile = mg / 128;
         rescale(tile, rb, rows);
       }
-      for (int64_t r0 = 0; r0 < rows; r0 += 4) run(rb, r0, rows - r0 < 4 ? rows - r0 : 4, mg, mg_end);
+      group(rb, rows, mg, mg_end);
       mg = mg_end;
     }
   }
+}
+
+// The same in tiles of ≤ 4 rows: run(rb, r0, n, m, m_end) computes rows r0 .. r0+n-1 of the block.
+template <class Rescale, class Run>
+void drive_fp8_nest(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row_block, Rescale rescale, Run run) {
+  drive_fp8_groups(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t rows, int64_t m, int64_t m_end) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 4) run(rb, r0, rows - r0 < 4 ? rows - r0 : 4, m, m_end);
+  });
 }
