@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   auto seq = model.new_sequence();
   Transformer::Output out;
   for (int64_t at = 0; at < context; at += 256) {
-    Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + at, size_t(std::min<int64_t>(256, context - at))), false};
+    Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + at, size_t(std::min<int64_t>(256, context - at))),
+                           false, /*no_logits=*/true, /*prompt=*/true};
     model.forward(std::span(&r, 1), out);
   }
   if (same) std::fill(tokens.begin() + context, tokens.end(), tokens[size_t(context)]);

@@ -3,12 +3,17 @@
 // mode), with the acceptance statistics of speculative decoding on exit.
 //
 // Input is read line by line from stdin; "/clear" starts over, "/exit" or end of input quits.
+// --prompt-file F makes the whole of F (a long document, say) the first user turn ('-': all of
+// stdin, and the chat ends after that reply).
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "core/error.h"
 #include "model_tokenizer.h"
+#include "token_args.h"
+#include "spec/context_limit.h"
 #include "spec/engine.h"
 #include "spec/speculative_decoder.h"
 #include "text/chat_format.h"
@@ -18,13 +23,15 @@ namespace dsv4::cli {
 namespace {
 
 struct ChatArgs {
-  std::string model, system;
+  std::string model, system, prompt_file;
   bool thinking = false;
   int draft = 0;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
   float temperature = 0.0f, top_p = 1.0f;
   uint64_t seed = 0;
   int threads = 0;
+  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+  int64_t max_context = 0;  // 0: the model's maximum position
 };
 
 // Streams one assistant turn: reasoning (thinking mode) until </think>, then the answer.
@@ -57,6 +64,8 @@ int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft needs the MTP module, but the checkpoint has none");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
+  DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
+  const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, 1, a.prefill_chunk);
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
   o.draft_tokens = a.draft;
@@ -68,12 +77,22 @@ int run_chat(const ChatArgs& a) {
   const size_t system_messages = messages.size();
   DecodeMetrics total;
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  decoder.set_prefill_chunk(a.prefill_chunk);
   std::string line;
   int turns = 0;
+  std::optional<std::string> first_turn;
+  if (!a.prompt_file.empty()) first_turn = read_text_file(a.prompt_file);
   for (;;) {
-    std::printf(">>> ");
-    std::fflush(stdout);
-    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (first_turn) {
+      line = std::move(*first_turn);
+      first_turn.reset();
+      std::printf(">>> (%s: %zu bytes)\n", a.prompt_file == "-" ? "standard input" : a.prompt_file.c_str(), line.size());
+    } else {
+      if (a.prompt_file == "-" && turns > 0) break;  // stdin held the one turn
+      std::printf(">>> ");
+      std::fflush(stdout);
+      if (!std::getline(std::cin, line) || line == "/exit") break;
+    }
     if (line == "/clear") {
       messages.erase(messages.begin() + long(system_messages), messages.end());
       std::printf("(conversation cleared)\n");
@@ -83,9 +102,11 @@ int run_chat(const ChatArgs& a) {
     messages.push_back({{"role", "user"}, {"content", line}});
     const std::string prompt = text::encode_messages(messages, mode);
     const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/false);  // the text carries the BOS token
+    GenerateOptions turn = o;
+    limit.apply(int64_t(ids.size()), turn, "chat: the conversation");
     TurnPrinter printer(tok, a.thinking);
-    o.sampling.seed = a.seed + uint64_t(turns++);
-    auto out = decoder.generate(std::vector<std::vector<int32_t>>{ids}, o, [&](size_t, std::span<const int32_t> t) {
+    turn.sampling.seed = a.seed + uint64_t(turns++);
+    auto out = decoder.generate(std::vector<std::vector<int32_t>>{ids}, turn, [&](size_t, std::span<const int32_t> t) {
       for (int32_t token : t) printer.push(token);
     });
     printer.finish();
@@ -124,6 +145,13 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
   cmd->add_option("--seed", args->seed, "random seed for sampling");
   cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  cmd->add_option("--prompt-file", args->prompt_file,
+                  "the first user turn from a file ('-': all of standard input, then the chat ends)");
+  cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass (bounds memory)")
+      ->capture_default_str();
+  cmd->add_option("--max-context", args->max_context,
+                  "longest conversation in tokens (0 = the model's maximum); refused at start if its cache cannot "
+                  "fit in available memory");
   cmd->callback([args, &result] { result.exit_code = run_chat(*args); });
 }
 

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -77,6 +79,35 @@ TEST(TextIo, ChatReadsTurnsFromStdin) {
                                   dir.string() + " --max-new-tokens 8");
   ASSERT_EQ(thinking.exit_code, 0) << thinking.out;
   EXPECT_NE(thinking.out.find("[thinking]"), std::string::npos) << thinking.out;
+}
+
+// A long first turn (many lines: one message, not one turn per line) from a file or all of stdin;
+// --max-context bounds the conversation.
+TEST(TextIo, ChatTakesTheFirstTurnFromAFile) {
+  const auto dir = demo_checkpoint();
+  const auto file = test::scratch_dir("chat-prompt-file-" + std::to_string(::getpid())) / "doc.txt";
+  {
+    std::ofstream f(file);
+    for (int i = 0; i < 40; ++i) f << "hello world line " << i << "\n";
+  }
+  const std::string chat = std::string(DSV4_CLI) + " chat --model " + dir.string() + " --max-new-tokens 6";
+  auto r = test::run_shell("printf 'again\\n' | " + chat + " --prompt-file " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(file.string() + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 turns"), std::string::npos) << r.out;
+  auto piped = test::run_shell("cat " + file.string() + " | " + chat + " --prompt-file -");
+  ASSERT_EQ(piped.exit_code, 0) << piped.out;
+  EXPECT_NE(piped.out.find("1 turns"), std::string::npos) << piped.out;
+  // The same first reply either way.
+  const auto first_answer = [](const std::string& out) {
+    const size_t at = out.find("[answer]");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_FALSE(first_answer(r.out).empty()) << r.out;
+  EXPECT_EQ(first_answer(r.out), first_answer(piped.out));
+  auto small = test::run_shell("cat " + file.string() + " | " + chat + " --prompt-file - --max-context 64");
+  EXPECT_EQ(small.exit_code, 1) << small.out;
+  EXPECT_NE(small.out.find("chat: the conversation"), std::string::npos) << small.out;
 }
 
 TEST(TextIo, TextNeedsTheCheckpointsTokenizer) {

@@ -19,6 +19,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd.h"
 #include "core/number_formats.h"
+#include "support/cpu_isas.h"
 
 namespace dsv4::cpu {
 namespace {
@@ -144,14 +145,7 @@ std::vector<float> run_kernel(const GemmKernel& k, const std::vector<float>& x, 
   return y;
 }
 
-std::vector<CpuIsa> simd_isas() {
-  std::vector<CpuIsa> isas;
-  if (cpu_features().has(CpuIsa::Avx2)) isas.push_back(CpuIsa::Avx2);
-  if (cpu_features().has(CpuIsa::Avx512)) isas.push_back(CpuIsa::Avx512);
-  if (cpu_features().has(CpuIsa::Avx512Bf16)) isas.push_back(CpuIsa::Avx512Bf16);
-  if (cpu_features().has(CpuIsa::Amx)) isas.push_back(CpuIsa::Amx);
-  return isas;
-}
+using test::simd_isas;
 
 // The instruction set's own kernel (falling back to the next lower set for formats it leaves out).
 GemmKernel kernel_for(CpuIsa isa, const WeightView& w) {

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/index_scores.h"
 #include "backend/cpu/op_profile.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -122,6 +123,7 @@ class CpuBackend final : public Backend {
   std::vector<float> hc_mixes_, hc_weights_, hc_rs_;  // hyper-connections
   std::vector<float> idx_keys_, idx_score_;        // indexer_select
   std::vector<int32_t> idx_order_;
+  cpu::IndexQuery idx_query_;
   std::vector<std::vector<float>> scratch_;
   std::mutex rope_mutex_;
   std::vector<std::pair<RopeSpec, std::vector<float>>> rope_cache_;

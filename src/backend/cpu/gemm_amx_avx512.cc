@@ -15,6 +15,7 @@
 #pragma GCC target("avx512bf16,avx512vbmi,amx-tile,amx-bf16")
 #include <immintrin.h>
 
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/gemm.h"
 
 // GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
@@ -27,26 +28,6 @@ namespace {
 
 #include "backend/cpu/gemm_driver.h"
 #include "backend/cpu/gemm_bf16_decode.h"
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Tiles 0-3: C, 4-5: A, 6-7: B, all 16 rows × 64 bytes. A thread's configuration persists.
-void configure_tiles() {
-  thread_local bool configured = false;
-  if (configured) return;
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  _tile_loadconfig(&cfg);
-  configured = true;
-}
 
 // The words of `v` that are not ±0 with `offset` added to them (a power-of-two scale in the exponent).
 inline __m512i scale_words(__m512i v, __m512i offset) {
@@ -171,7 +152,7 @@ inline void zero_c() {
 // Outputs [m0, m1) of every row, 32 outputs (two A tiles) × 32 rows (two B tiles) at a time.
 // Up to 32 rows (decode, verification): each 64-input step decodes its 32 × 64 weights into L1
 // and runs two chain steps. More rows: whole weight rows are decoded once and every block of 32
-// rows runs over them.
+// rows runs over them. Tiles 0-3: C, 4-5: A, 6-7: B.
 template <DecodeSpan decode>
 void amx_rows(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
               bool round) {
