@@ -4,6 +4,10 @@
 //
 //   decode_profile MODEL [--context N] [--steps N] [--threads N] [--draft | --layer L [--rows N] [--same]]
 //   (--same: the rows are copies of one token's row, so all select the same experts)
+//   decode_profile MODEL --context N --versus M [--steps N] [--threads N]
+//   (two sequences, of N and M tokens of context, decoding new random tokens alternately as
+//   generation does — new experts every step: the medians of both and their ratio, measured
+//   interleaved so that the machine's drift hits both alike)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +30,7 @@ int main(int argc, char** argv) {
   int64_t context = 200, steps = 50;
   int threads = 0;
   bool draft = false, same = false;
-  int64_t layer = -1, rows = 1;
+  int64_t layer = -1, rows = 1, versus = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--draft") draft = true;
@@ -36,6 +40,7 @@ int main(int argc, char** argv) {
     else if (i + 1 < argc && a == "--threads") threads = std::atoi(argv[++i]);
     else if (i + 1 < argc && a == "--layer") layer = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--rows") rows = std::atoll(argv[++i]);
+    else if (i + 1 < argc && a == "--versus") versus = std::atoll(argv[++i]);
   }
   auto engine = Engine::open(argv[1], {threads, true, 0, 16});
   Transformer& model = *engine->target;
@@ -44,10 +49,33 @@ int main(int argc, char** argv) {
   for (auto& t : tokens) t = int32_t(2 + rng() % uint64_t(model.config().vocab_size - 2));
   auto seq = model.new_sequence();
   Transformer::Output out;
-  for (int64_t at = 0; at < context; at += 256) {
-    Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + at, size_t(std::min<int64_t>(256, context - at))),
-                           false, /*no_logits=*/true, /*prompt=*/true};
-    model.forward(std::span(&r, 1), out);
+  auto prefill = [&](SequenceCache& s, std::span<const int32_t> prompt) {
+    for (size_t at = 0; at < prompt.size(); at += 512) {
+      Transformer::Request r{&s, prompt.subspan(at, std::min<size_t>(512, prompt.size() - at)), false,
+                             /*no_logits=*/true, /*prompt=*/true};
+      model.forward(std::span(&r, 1), out);
+    }
+  };
+  prefill(*seq, std::span<const int32_t>(tokens.data(), size_t(context)));
+  if (versus > 0) {
+    std::vector<int32_t> other(static_cast<size_t>(versus));
+    for (auto& t : other) t = int32_t(2 + rng() % uint64_t(model.config().vocab_size - 2));
+    auto seq2 = model.new_sequence();
+    prefill(*seq2, other);
+    std::vector<double> ms[2];
+    for (int64_t s = 0; s < steps; ++s)
+      for (int which = 0; which < 2; ++which) {
+        const int32_t token = int32_t(2 + rng() % uint64_t(model.config().vocab_size - 2));
+        Transformer::Request q{which ? seq2.get() : seq.get(), std::span<const int32_t>(&token, 1), false};
+        const auto t0 = std::chrono::steady_clock::now();
+        model.forward(std::span(&q, 1), out);
+        ms[which].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    const double a = bench::median(ms[0]), b = bench::median(ms[1]);
+    std::printf("decode step after %lld tokens: median %.2f ms; after %lld tokens: median %.2f ms; "
+                "tokens/s ratio (%lld vs %lld) %.3f over %lld interleaved steps\n",
+                (long long)context, a, (long long)versus, b, (long long)versus, (long long)context, a / b, (long long)steps);
+    return 0;
   }
   if (same) std::fill(tokens.begin() + context, tokens.end(), tokens[size_t(context)]);
   const std::span<const int32_t> next(tokens.data() + context, size_t(rows));

@@ -157,6 +157,11 @@ int run_bench(const BenchArgs& a) {
   j["kernels"] = isa;
   j["context"] = r.context;
   j["prefill_tokens_per_s"] = double(r.context) / r.prefill_seconds;
+  for (size_t l = 0; l < r.cache_bytes.size(); ++l)
+    j["cache"].push_back({{"layer", l},
+                          {"bytes_held", r.cache_bytes[l]},
+                          {"bound_bytes", r.cache_bound[l]},
+                          {"bytes_per_token", r.cache_bytes_per_token[l]}});
   j["mem_bandwidth_gbs"] = bw;  // median of all samples; each step also carries its adjacent sample
   j["mem_bandwidth_samples_gbs"] = r.bandwidth_samples;
   for (auto& [format, gbs] : rates.gbs) j["arithmetic_gbs"][weight_format_name(format)] = gbs;
@@ -233,6 +238,11 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("dsv4 bench: %s\n  threads %d, kernels %s, context %lld (prefill %.1f tokens/s)\n", a.model.c_str(),
               threads, isa.c_str(), (long long)r.context, double(r.context) / r.prefill_seconds);
+  std::printf("  cache after the prefill, per layer: held (bound from its geometry; growing part per token)\n   ");
+  for (size_t l = 0; l < r.cache_bytes.size(); ++l)
+    std::printf(" %zu: %.2f MiB (%.2f; %.0f B/token)", l, double(r.cache_bytes[l]) / 1048576.0,
+                double(r.cache_bound[l]) / 1048576.0, r.cache_bytes_per_token[l]);
+  std::printf("\n");
   double lo = bw, hi = bw;
   for (double x : r.bandwidth_samples) lo = std::min(lo, x), hi = std::max(hi, x);
   std::printf("  memory read bandwidth (all threads): median %.2f GB/s of %zu samples (%.1f .. %.1f)\n\n", bw,

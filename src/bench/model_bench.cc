@@ -205,7 +205,7 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   Transformer::Output out;
   for (int64_t at = 0; at < ctx; at += o.prefill_chunk) {
     const int64_t n = std::min(o.prefill_chunk, ctx - at);
-    Transformer::Request r{seq.get(), all.subspan(size_t(at), size_t(n)), false};
+    Transformer::Request r{seq.get(), all.subspan(size_t(at), size_t(n)), false, false, /*prompt=*/true};
     model.forward(std::span(&r, 1), out);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t pos = at + i, j = pos - (ctx - 1 - W);
@@ -214,6 +214,12 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     say("prefill " + std::to_string(at + n) + " / " + std::to_string(ctx));
   }
   res.prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t l = 0; l < seq->num_layers(); ++l) {
+    const CacheFootprint f = layer_cache_footprint(model.cache_geometry()[l], seq->retain());
+    res.cache_bytes.push_back(seq->layer(l).bytes_held());
+    res.cache_bound.push_back(f.at(ctx));
+    res.cache_bytes_per_token.push_back(f.bytes_per_token);
+  }
   const std::vector<float> last_stream(tail.end() - width, tail.end());  // X_{ctx-1}
 
   Workspace ws(be);

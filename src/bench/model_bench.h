@@ -66,6 +66,10 @@ struct ModelBenchOptions {
 struct ModelBenchResult {
   int64_t context = 0;
   double prefill_seconds = 0;
+  // Per target layer after the prefill: the bytes its cache holds, and what layer_cache_footprint
+  // says it may hold at this context (its bytes per token, and the bound).
+  std::vector<int64_t> cache_bytes, cache_bound;
+  std::vector<double> cache_bytes_per_token;
   StepFigures draft, draft_vocab;          // MTP draft step: full head, and the first mtp_vocab rows
   int64_t mtp_vocab = 0;
   std::vector<LayerKind> kinds;            // kinds present in the checkpoint, then the MTP block

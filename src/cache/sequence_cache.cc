@@ -66,6 +66,15 @@ int64_t CachePools::bytes_held() const {
   return total;
 }
 
+int64_t LayerCache::bytes_held() const {
+  int64_t total = 0;
+  for (const RowTable* t : {&kv, &state, &entries, &index_state, &index_keys}) {
+    if (!t->attached()) continue;
+    for (int32_t b : t->blocks()) total += b >= 0 ? int64_t(t->pool().block_bytes()) : 0;
+  }
+  return total;
+}
+
 int64_t CachePools::blocks_in_use() const {
   int64_t total = 0;
   for (auto& [key, p] : pools_) total += p->blocks_in_use();

@@ -74,6 +74,8 @@ struct LayerCache {
   RowTable entries;       // compressed KV entries (bf16 values)
   RowTable index_state;   // indexer compressor per-position state (f32)
   RowTable index_keys;    // indexer compressed keys (bf16 values)
+
+  int64_t bytes_held() const;  // bytes of the blocks its tables hold (what layer_cache_footprint bounds)
 };
 
 class SequenceCache {

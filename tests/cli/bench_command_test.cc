@@ -36,6 +36,15 @@ TEST(BenchCommand, JsonHasEveryFigure) {
     for (const char* n : {"2", "3", "4", "8"}) EXPECT_GT(j.at("verify_ratio").at(kind).at(n).get<double>(), 0.0);
   for (const char* kind : {"window", "csa", "hca", "mtp_block"})
     EXPECT_GT(j.at("verify_ratio_same_experts").at(kind).at("4").get<double>(), 0.0);
+  // The cache each layer holds after the prefill, within the bound its geometry gives.
+  const auto& cache = j.at("cache");
+  ASSERT_EQ(cache.size(), 4u);  // tiny-a: window, CSA, HCA, CSA
+  for (const auto& l : cache) {
+    EXPECT_GT(l.at("bytes_held").get<int64_t>(), 0) << l;
+    EXPECT_LE(l.at("bytes_held").get<int64_t>(), l.at("bound_bytes").get<int64_t>()) << l;
+  }
+  EXPECT_EQ(cache[0].at("bytes_per_token").get<double>(), 0.0);  // window only: nothing grows
+  EXPECT_GT(cache[1].at("bytes_per_token").get<double>(), cache[2].at("bytes_per_token").get<double>());
   // 43 layers of the V4-Flash pattern, 4 acceptance rates × 4 draft lengths.
   const auto& sm = j.at("speedup_model");
   int64_t layers = 0;
