@@ -20,8 +20,8 @@ void CpuBackend::indexer_select(const Tensor& q, const Tensor& weights, std::spa
   const int64_t score_cols = scores ? scores->cols() : 0;
   const int64_t chunks = int64_t(pool_.size()) * 2;
   const bool amx = isa_ == CpuIsa::Amx && cpu::index_scores_amx_fits(ih, id);
-  // Without the tile unit (or for a query it cannot take): keys in f32, converted once per pass and sequence (the
-  // rows of a prompt chunk share their sequence's keys, each seeing a prefix of them).
+  // Without the tile unit (or for a query it cannot take): keys in f32, converted once per pass
+  // and sequence (the rows of a prompt chunk share their sequence's keys, each seeing a prefix).
   const RowTable* converted_table = nullptr;
   int64_t converted = 0;
   for (int64_t r = 0; r < n; ++r) {
