@@ -18,7 +18,7 @@
 #include "bench/memory_bandwidth.h"
 #include "bench/model_bench.h"
 #include "backend/cpu/cpu_backend.h"
-#include "spec/engine.h"
+#include "engine/engine.h"
 
 using namespace dsv4;
 
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     else if (i + 1 < argc && a == "--rows") rows = std::atoll(argv[++i]);
     else if (i + 1 < argc && a == "--versus") versus = std::atoll(argv[++i]);
   }
-  auto engine = Engine::open(argv[1], {threads, true, 0, 16});
+  auto engine = Engine::open(argv[1], {{BackendKind::Cpu, threads}, true, 0, 16});
   Transformer& model = *engine->target;
   std::mt19937_64 rng(1);
   std::vector<int32_t> tokens(size_t(context + rows));

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "spec/engine.h"
-#include "spec/speculative_decoder.h"
+#include "engine/engine.h"
+#include "speculative/speculative_decoder.h"
 
 using namespace dsv4;
 
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> prompts(1);
   std::stringstream ss(prompt);
   for (std::string t; std::getline(ss, t, ',');) prompts[0].push_back(int32_t(std::atol(t.c_str())));
-  auto engine = Engine::open(argv[1], {threads, draft > 0, 0, 16});
+  auto engine = Engine::open(argv[1], {{BackendKind::Cpu, threads}, draft > 0, 0, 16});
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   GenerateOptions o;
   o.max_new_tokens = new_tokens;

@@ -90,7 +90,7 @@ int run_bench(const BenchArgs& a) {
   int threads = 0;
   bench::ArithmeticRates rates;
   {
-    auto engine = Engine::open(a.model, {a.threads, true, 0, 16});
+    auto engine = Engine::open(a.model, {{BackendKind::Cpu, a.threads}, true, 0, 16});
     auto* cpu = dynamic_cast<CpuBackend*>(engine->backend.get());
     DSV4_CHECK(cpu, "bench: needs the CPU backend");
     threads = cpu->num_threads();
@@ -123,7 +123,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<int64_t> own_pattern;
   int64_t e2e_prompt = 0;
   {
-    auto engine = Engine::open(e2e_model, {a.threads, true, 0, 16});
+    auto engine = Engine::open(e2e_model, {{BackendKind::Cpu, a.threads}, true, 0, 16});
     const ModelConfig& c = engine->config();
     // Past the first window: there the MTP's window holds one row fewer than the target's
     // (it has no row for position 0), which is not the steady state of a long generation.

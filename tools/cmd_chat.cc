@@ -9,13 +9,14 @@
 #include <iostream>
 #include <optional>
 
+#include "backend_args.h"
 #include "commands.h"
 #include "core/error.h"
 #include "model_tokenizer.h"
 #include "token_args.h"
-#include "spec/context_limit.h"
-#include "spec/engine.h"
-#include "spec/speculative_decoder.h"
+#include "speculative/context_limit.h"
+#include "engine/engine.h"
+#include "speculative/speculative_decoder.h"
 #include "text/chat_format.h"
 
 namespace dsv4::cli {
@@ -29,7 +30,7 @@ struct ChatArgs {
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
   float temperature = 0.0f, top_p = 1.0f;
   uint64_t seed = 0;
-  int threads = 0;
+  BackendOptions backend;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
 };
@@ -60,7 +61,7 @@ class TurnPrinter {
 
 int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
-  auto engine = Engine::open(a.model, {a.threads, a.draft > 0, a.mtp_vocab, 16});
+  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
   DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft needs the MTP module, but the checkpoint has none");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
@@ -144,7 +145,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");
   cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
   cmd->add_option("--seed", args->seed, "random seed for sampling");
-  cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  add_backend_options(cmd, args->backend);
   cmd->add_option("--prompt-file", args->prompt_file,
                   "the first user turn from a file ('-': all of standard input, then the chat ends)");
   cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass (bounds memory)")

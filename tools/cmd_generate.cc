@@ -4,13 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_args.h"
 #include "commands.h"
-#include "spec/context_limit.h"
+#include "speculative/context_limit.h"
 #include "core/error.h"
 #include "generate_text.h"
 #include "metrics_report.h"
-#include "spec/engine.h"
-#include "spec/speculative_decoder.h"
+#include "engine/engine.h"
+#include "speculative/speculative_decoder.h"
 #include "token_args.h"
 
 namespace dsv4::cli {
@@ -31,12 +32,12 @@ struct GenerateArgs {
   int64_t mtp_vocab = 0;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
-  int threads = 0;
+  BackendOptions backend;
 };
 
 int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
-  auto engine = Engine::open(a.model, {a.threads, a.draft > 0, a.mtp_vocab, 16});
+  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
   const ModelConfig& c = engine->config();
   DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
              " needs the MTP module, but the checkpoint has none (use --draft 0)");
@@ -110,7 +111,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--seed", args->seed, "random seed for sampling");
   cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
-  cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  add_backend_options(cmd, args->backend);
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens per prefill pass (bounds memory; any size gives the same output)")
       ->capture_default_str();

@@ -4,9 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backend_args.h"
 #include "commands.h"
 #include "core/error.h"
-#include "spec/engine.h"
+#include "engine/engine.h"
 #include "tensor_file.h"
 #include "token_args.h"
 
@@ -17,7 +18,7 @@ namespace {
 struct ScoreArgs {
   std::string model, tokens, tokens_file, out, dump;
   int64_t prompt_len = 1;
-  int threads = 0;
+  BackendOptions backend;
 };
 
 double log_softmax_at(const float* logits, int64_t V, int32_t token) {
@@ -31,7 +32,7 @@ double log_softmax_at(const float* logits, int64_t V, int32_t token) {
 int argmax(const float* v, int64_t n) { return int(std::max_element(v, v + n) - v); }
 
 int run_score(const ScoreArgs& a) {
-  auto engine = Engine::open(a.model, {a.threads, true, 0, 16});
+  auto engine = Engine::open(a.model, {a.backend, true, 0, 16});
   const ModelConfig& c = engine->config();
   std::vector<int32_t> tokens = a.tokens_file.empty() ? parse_token_list(a.tokens) : read_token_file(a.tokens_file);
   const int64_t T = int64_t(tokens.size()), P = a.prompt_len, V = c.vocab_size, W = c.hc_mult * c.hidden_size;
@@ -117,7 +118,7 @@ void register_score(CLI::App& app, CommandResult& result) {
   cmd->add_option("--out", args->out, "write target.logits, target.hidden, mtp.logits (F32) to this .safetensors");
   cmd->add_option("--dump-intermediates", args->dump,
                   "write the named intermediates of the prefill and the first decode call to this .safetensors");
-  cmd->add_option("--threads", args->threads, "threads (0 = all cores)");
+  add_backend_options(cmd, args->backend);
   cmd->callback([args, &result, tok, file] {
     if (tok->count() == 0 && file->count() == 0) throw CLI::RequiredError("--tokens or --tokens-file");
     result.exit_code = run_score(*args);

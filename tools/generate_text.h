@@ -2,9 +2,9 @@
 #pragma once
 #include <string>
 
-#include "spec/context_limit.h"
-#include "spec/engine.h"
-#include "spec/speculative_decoder.h"
+#include "speculative/context_limit.h"
+#include "engine/engine.h"
+#include "speculative/speculative_decoder.h"
 
 namespace dsv4::cli {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spec/decode_metrics.h"
+#include "speculative/decode_metrics.h"
 
 namespace dsv4::cli {
 

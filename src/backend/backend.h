@@ -12,10 +12,11 @@
 #include <span>
 #include <vector>
 
+#include "backend/weight_view.h"
 #include "cache/row_pool.h"
 #include "core/device_memory.h"
+#include "core/scoring_func.h"
 #include "core/tensor.h"
-#include "model/weights.h"
 
 namespace dsv4 {
 
@@ -65,15 +66,26 @@ class Backend : public DeviceMemory {
  public:
   ~Backend() override = default;
   virtual const char* name() const = 0;
-  virtual int num_threads() const = 0;
+
+  // ---- weights
+  // Called once per model, before its first pass, with every weight view the model uses: a
+  // backend may place or repack the weights in its own memory and rewrite the views (a GPU
+  // backend uploads them). The CPU and reference backends read the mapped checkpoint in place.
+  virtual void prepare(std::span<WeightView* const> weights) { (void)weights; }
+
+  // Waits until every op issued so far has completed. Ops of host backends complete before they
+  // return; a device backend queues them, and to_host() waits for the ops before it.
+  virtual void synchronize() {}
 
   // ---- data movement (host <-> backend tensors and cache rows)
   virtual void to_host(const Tensor& t, void* dst) = 0;
   virtual void from_host(Tensor& t, const void* src) = 0;
   // dst row i = src row rows[i] (rows of the first dimension).
   virtual void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) = 0;
-  // Writes rows[i] of `table` from src row i (converting to the table's storage type).
-  virtual void store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) = 0;
+  // Row rows[i] of *tables[i] = src row i (converted to the table's storage type): one call per
+  // layer and pass, however many sequences the rows belong to. The rows must be reserved
+  // (RowTable::ensure_rows) by the caller: ops never allocate cache blocks.
+  virtual void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) = 0;
 
   // Rows [0, rows) of the ops that follow (until the next call) are a prompt's: a backend may
   // compute their products with kernels for many rows (the CPU backend: AMX tiles), which round
@@ -119,7 +131,7 @@ class Backend : public DeviceMemory {
                                 Tensor& out) = 0;
 
   // ---- compressor and indexer
-  // state row of position positions[n] (in states[n]) = [kv[n] | score[n] + ape[positions[n] % ratio]]
+  // state row of position positions[n] (in states[n], reserved) = [kv[n] | score[n] + ape[positions[n] % ratio]]
   virtual void compressor_store(const Tensor& kv, const Tensor& score, const WeightView& ape,
                                 std::span<const int64_t> positions, std::span<RowTable* const> states) = 0;
   // pooled[m] = sum over the entry's slots of softmax(score) ⊙ kv (per dimension), fp32
@@ -133,7 +145,7 @@ class Backend : public DeviceMemory {
   // ---- mixture of experts
   struct RouteParams {
     int64_t top_k = 0;
-    int func = 0;                // ScoringFunc
+    ScoringFunc func = ScoringFunc::SqrtSoftplus;
     float route_scale = 1.0f;
     const WeightView* bias = nullptr;     // score routing
     const WeightView* tid2eid = nullptr;  // hash routing (by token id)
@@ -147,5 +159,12 @@ class Backend : public DeviceMemory {
   // h = round_bf16(silu(min(g, L)) · clamp(u, ±L))   (the shared expert's activation)
   virtual void swiglu(const Tensor& g, const Tensor& u, float swiglu_limit, Tensor& h) = 0;
 };
+
+// Rows of one table (reserved here) from src: store_rows for a single sequence.
+inline void store_table_rows(Backend& be, RowTable& table, std::span<const int64_t> rows, const Tensor& src) {
+  std::vector<RowTable*> tables(rows.size(), &table);
+  for (int64_t r : rows) table.ensure_rows(r + 1);
+  be.store_rows(tables, rows, src);
+}
 
 }  // namespace dsv4

@@ -9,7 +9,7 @@
 #include "bench/weight_bytes.h"
 #include "core/error.h"
 #include "model/pass.h"
-#include "spec/speculative_decoder.h"
+#include "speculative/speculative_decoder.h"
 
 namespace dsv4::bench {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench/weight_bytes.h"
-#include "spec/engine.h"
+#include "engine/engine.h"
 
 namespace dsv4::bench {
 

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace dsv4 {
+#include "core/scoring_func.h"
 
-enum class ScoringFunc { SqrtSoftplus, Sigmoid, Softmax };
+namespace dsv4 {
 
 struct YarnScaling {
   bool enabled = false;                       // rope_scaling.type == "yarn"

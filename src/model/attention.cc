@@ -45,10 +45,13 @@ Tensor Attention::key_value(Pass& p, const Tensor& x, Tensor* normed) const {
 }
 
 void Attention::store_key_value(Pass& p, const Tensor& kv, size_t layer) const {
+  std::vector<RowTable*> tables(size_t(p.rows()));
   for (int64_t r = 0; r < p.rows(); ++r) {
-    Tensor row = kv.slice(r, r + 1);
-    p.be.store_rows(p.cache(r, layer).kv, std::span<const int64_t>(&p.positions[size_t(r)], 1), row);
+    RowTable& kv_rows = p.cache(r, layer).kv;
+    kv_rows.ensure_rows(p.positions[size_t(r)] + 1);
+    tables[size_t(r)] = &kv_rows;
   }
+  p.be.store_rows(tables, p.positions, kv);
 }
 
 Tensor Attention::attend(Pass& p, const Tensor& q, const Tensor* selected, size_t layer) const {

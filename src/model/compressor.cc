@@ -11,7 +11,10 @@ void Compressor::store_state(Pass& p, const Tensor& x, size_t layer) const {
   p.be.linear(x, w_.wkv, kv, {ActQuant::None, /*round_bf16=*/false});
   p.be.linear(x, w_.wgate, score, {ActQuant::None, /*round_bf16=*/false});
   std::vector<RowTable*> states(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) states[size_t(r)] = &state_table(p.cache(r, layer));
+  for (int64_t r = 0; r < n; ++r) {
+    states[size_t(r)] = &state_table(p.cache(r, layer));
+    states[size_t(r)]->ensure_rows(p.positions[size_t(r)] + 1);  // ops write reserved rows only
+  }
   p.be.compressor_store(kv, score, w_.ape, p.positions, states);
 }
 
@@ -46,11 +49,13 @@ void Compressor::append(Pass& p, const Tensor& x, size_t layer, const std::strin
   p.trace(scope, prefix + "compressed_kv_pooled", pooled);
   finish(p, pooled, entries);
   p.trace(scope, prefix + "compressed_kv", pooled);
+  std::vector<RowTable*> tables(static_cast<size_t>(m));
   for (int64_t i = 0; i < m; ++i) {
-    const int64_t e = entries[size_t(i)];
-    Tensor row = pooled.slice(i, i + 1);
-    p.be.store_rows(entry_table(p.cache(rows_of_entry[size_t(i)], layer)), std::span<const int64_t>(&e, 1), row);
+    RowTable& table = entry_table(p.cache(rows_of_entry[size_t(i)], layer));
+    table.ensure_rows(entries[size_t(i)] + 1);
+    tables[size_t(i)] = &table;
   }
+  p.be.store_rows(tables, entries, pooled);
 }
 
 }  // namespace dsv4

@@ -12,7 +12,7 @@ void Moe::route(Pass& p, const Tensor& x, Tensor& weights, Tensor& indices) cons
   p.be.linear(x, w_.gate, logits, {ActQuant::None, /*round_bf16=*/false});
   Backend::RouteParams params;
   params.top_k = top_k_;
-  params.func = int(func_);
+  params.func = func_;
   params.route_scale = route_scale_;
   params.bias = hash_routed_ ? nullptr : &w_.bias;
   params.tid2eid = hash_routed_ ? &w_.tid2eid : nullptr;

@@ -46,15 +46,8 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   Pass p(target_.backend(), workspace_, tracer);
   const int64_t hc = c_.hc_mult, D = c_.hidden_size, width = hc * D;
   std::vector<int64_t> logit_rows;
-  out.logits_begin.clear();
-  out.rows_begin.clear();
-  for (const Request& r : requests) {
-    DSV4_CHECK(r.streams, "mtp forward: request without input streams");
-    out.rows_begin.push_back(p.rows());
-    out.logits_begin.push_back(int64_t(logit_rows.size()));
-    p.add_sequence(r.sequence, r.tokens, r.all_logits, r.no_logits, c_.vocab_size, c_.max_position_embeddings,
-                   logit_rows);
-  }
+  for (const Request& r : requests) DSV4_CHECK(r.streams, "mtp forward: request without input streams");
+  p.add_requests(requests, c_.vocab_size, c_.max_position_embeddings, out.rows_begin, out.logits_begin, logit_rows);
   const int64_t n = p.rows();
 
   Tensor streams = p.alloc({n, hc, D});
@@ -64,20 +57,9 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   }
   Tensor x = block_.forward(p, combine(p, streams));
 
-  const int64_t m = int64_t(logit_rows.size());
   out.vocab = head_view_.rows;
   out.hidden_width = width;
-  out.logits.resize(size_t(m * head_view_.rows));
-  if (m > 0) {
-    Tensor selected = x;
-    if (m != n) {
-      selected = p.alloc({m, hc, D});
-      p.be.gather_rows(x, logit_rows, selected);
-    }
-    Tensor logits = p.alloc({m, head_view_.rows});
-    target_.head(p, selected, w_.hc_head, w_.norm, head_view_, logits, "mtp");
-    p.be.to_host(logits, out.logits.data());
-  }
+  target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp");
   out.streams.resize(size_t(n * width));
   p.be.to_host(x, out.streams.data());
   p.commit_sequences();

@@ -52,6 +52,21 @@ struct Pass {
   // while every sequence starts at position 0.
   void add_sequence(SequenceCache* sequence, std::span<const int32_t> new_tokens, bool all_logits, bool no_logits,
                     int64_t vocab, int64_t max_positions, std::vector<int64_t>& logit_rows);
+  // add_sequence for each request of a forward call (the target's or the MTP's: any type
+  // with sequence, tokens, all_logits, no_logits), recording where each request's rows and
+  // logits rows begin.
+  template <class Request>
+  void add_requests(std::span<const Request> requests, int64_t vocab, int64_t max_positions,
+                    std::vector<int64_t>& rows_begin, std::vector<int64_t>& logits_begin,
+                    std::vector<int64_t>& logit_rows) {
+    rows_begin.clear();
+    logits_begin.clear();
+    for (const Request& r : requests) {
+      rows_begin.push_back(rows());
+      logits_begin.push_back(int64_t(logit_rows.size()));
+      add_sequence(r.sequence, r.tokens, r.all_logits, r.no_logits, vocab, max_positions, logit_rows);
+    }
+  }
   // After the pass: each sequence has grown by its rows; rows no rollback can need are released.
   void commit_sequences();
   LayerCache& cache(int64_t row, size_t layer) const {

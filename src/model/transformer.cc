@@ -40,6 +40,22 @@ void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, 
   p.be.linear(y, head, logits, {ActQuant::None, /*round_bf16=*/false});
 }
 
+void Transformer::head_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
+                            const WeightView& norm, const WeightView& head_w, std::vector<float>& host,
+                            const std::string& scope) const {
+  const int64_t m = int64_t(rows.size()), n = x.dim(0);
+  host.resize(size_t(m * head_w.rows));
+  if (m == 0) return;
+  Tensor selected = x;
+  if (m != n) {
+    selected = p.alloc({m, x.dim(1), x.dim(2)});
+    p.be.gather_rows(x, rows, selected);
+  }
+  Tensor logits = p.alloc({m, head_w.rows});
+  head(p, selected, hc, norm, head_w, logits, scope);
+  p.be.to_host(logits, host.data());
+}
+
 namespace {
 
 // Tells the backend which rows are a prompt's for the duration of a pass (also on errors).
@@ -60,14 +76,8 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   workspace_.reset();
   Pass p{backend_, workspace_, tracer};
   std::vector<int64_t> logit_rows;
-  out.logits_begin.clear();
-  out.rows_begin.clear();
-  for (const Request& r : requests) {
-    out.rows_begin.push_back(p.rows());
-    out.logits_begin.push_back(int64_t(logit_rows.size()));
-    p.add_sequence(r.sequence, r.tokens, r.all_logits, r.no_logits, config_.vocab_size,
-                   config_.max_position_embeddings, logit_rows);
-  }
+  p.add_requests(requests, config_.vocab_size, config_.max_position_embeddings, out.rows_begin, out.logits_begin,
+                 logit_rows);
 
   const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
   int64_t prompt_rows = 0;
@@ -82,20 +92,10 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   for (const Block& block : blocks_) x = block.forward(p, x);
   prompt_scope.end();  // the head's rows are gathered: no longer a prefix
 
-  const int64_t m = int64_t(logit_rows.size());
   out.vocab = config_.vocab_size;
   out.hidden_width = hc * D;
-  out.logits.resize(size_t(m * config_.vocab_size));
-  if (m > 0) {  // only the rows whose logits are wanted go through the head
-    Tensor selected = x;
-    if (m != n) {
-      selected = p.alloc({m, hc, D});
-      p.be.gather_rows(x, logit_rows, selected);
-    }
-    Tensor logits = p.alloc({m, config_.vocab_size});
-    head(p, selected, weights_.hc_head, weights_.norm, weights_.head, logits, "head");
-    p.be.to_host(logits, out.logits.data());
-  }
+  // Only the rows whose logits are wanted go through the head.
+  head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
   out.hidden.resize(size_t(n * hc * D));
   p.be.to_host(x, out.hidden.data());
 

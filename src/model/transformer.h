@@ -46,6 +46,10 @@ class Transformer {
   // The MTP module calls it with its own hc_head and norm (and possibly fewer head rows).
   void head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
             const WeightView& head, Tensor& logits, const std::string& scope) const;
+  // head() on rows `rows` of x [N, hc, D] only, logits copied to `host` ([rows, head.rows]).
+  void head_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
+                 const WeightView& norm, const WeightView& head, std::vector<float>& host,
+                 const std::string& scope) const;
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

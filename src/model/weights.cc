@@ -7,32 +7,23 @@
 
 namespace dsv4 {
 
-const char* weight_format_name(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::F32: return "F32";
-    case WeightFormat::BF16: return "BF16";
-    case WeightFormat::FP8: return "FP8";
-    case WeightFormat::FP4: return "FP4";
-    case WeightFormat::I64: return "I64";
-    case WeightFormat::I32: return "I32";
-  }
-  return "?";
-}
-
-size_t WeightView::bytes() const {
-  return (tensor ? tensor->nbytes : 0) + (scale_tensor ? scale_tensor->nbytes : 0);
-}
-
-const std::string& WeightView::name() const {
-  static const std::string kUnbound = "<unbound>";
-  return tensor ? tensor->name : kUnbound;
-}
-
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The shapes of a block-scaled weight's two tensors (prefix.weight codes, prefix.scale E8M0),
+// from the format's traits (FP8: codes [rows, cols]; FP4: two codes per byte [rows, cols/2]).
+std::vector<int64_t> code_shape(WeightFormat f, int64_t rows, int64_t cols) {
+  return {rows, cols * weight_format_traits(f).bits / 8};
+}
+std::vector<int64_t> scale_shape(WeightFormat f, int64_t rows, int64_t cols) {
+  return {weight_scale_rows(f, rows), weight_scale_cols(f, cols)};
+}
+const std::vector<DType>& code_dtypes(WeightFormat f) {
+  static const std::vector<DType> kFp8{DType::F8_E4M3}, kFp4{DType::I8, DType::U8};
+  return f == WeightFormat::FP8 ? kFp8 : kFp4;
+}
 
-// The walk over every tensor of the checkpoint. `Visitor` provides
+// The walk over every tensor of the checkpoint. It only adds what is missing (optional parts,
+// vector sizes), so walking bound weights again keeps them (weight_views). `Visitor` provides
 //   plain(view, name, shape, dtypes)          a tensor used as stored (F32/BF16/I64 ...)
 //   fp8(view, prefix, rows, cols)             prefix.weight e4m3 + prefix.scale per 128x128
 //   expert(view, prefix, rows, cols)          routed expert: FP4 (or FP8 when expert_dtype=fp8)
@@ -80,11 +71,11 @@ struct Walk {
     v.fp8(w.wo_a, p + "wo_a", c.o_groups * c.o_lora_rank, H * d / c.o_groups);
     v.fp8(w.wo_b, p + "wo_b", D, c.o_groups * c.o_lora_rank);
     if (ratio > 0) {
-      w.compressor.emplace();
+      if (!w.compressor) w.compressor.emplace();
       compressor(*w.compressor, p + "compressor.", ratio, d);
     }
     if (ratio == 4) {
-      w.indexer.emplace();
+      if (!w.indexer) w.indexer.emplace();
       const std::string ip = p + "indexer.";
       v.fp8(w.indexer->wq_b, ip + "wq_b", c.index_n_heads * c.index_head_dim, c.q_lora_rank);
       v.plain(w.indexer->weights_proj, ip + "weights_proj.weight", {c.index_n_heads, D},
@@ -151,6 +142,18 @@ struct Walk {
   }
 };
 
+// Collects the bound views (present ones) of a walk over bound weights.
+struct ViewCollector {
+  std::vector<WeightView*> views;
+  void group(const std::string&) {}
+  void add(WeightView& w) {
+    if (w.present()) views.push_back(&w);
+  }
+  void plain(WeightView& w, const std::string&, const std::vector<int64_t>&, const std::vector<DType>&) { add(w); }
+  void fp8(WeightView& w, const std::string&, int64_t, int64_t) { add(w); }
+  void expert(WeightView& w, const std::string&, int64_t, int64_t) { add(w); }
+};
+
 // Collects the table of expected tensors.
 struct TableCollector {
   const ModelConfig& c;
@@ -161,15 +164,13 @@ struct TableCollector {
   void plain(WeightView&, const std::string& name, std::vector<int64_t> shape, std::vector<DType> dtypes) {
     specs.push_back({name, std::move(shape), std::move(dtypes), current_group});
   }
-  void fp8(WeightView&, const std::string& p, int64_t rows, int64_t cols) {
-    specs.push_back({p + ".weight", {rows, cols}, {DType::F8_E4M3}, current_group});
-    specs.push_back({p + ".scale", {ceil_div(rows, kFp8Block), ceil_div(cols, kFp8Block)},
-                     {DType::F8_E8M0}, current_group});
+  void scaled(WeightFormat f, const std::string& p, int64_t rows, int64_t cols) {
+    specs.push_back({p + ".weight", code_shape(f, rows, cols), code_dtypes(f), current_group});
+    specs.push_back({p + ".scale", scale_shape(f, rows, cols), {DType::F8_E8M0}, current_group});
   }
+  void fp8(WeightView&, const std::string& p, int64_t rows, int64_t cols) { scaled(WeightFormat::FP8, p, rows, cols); }
   void expert(WeightView& w, const std::string& p, int64_t rows, int64_t cols) {
-    if (c.expert_dtype == "fp8") return fp8(w, p, rows, cols);
-    specs.push_back({p + ".weight", {rows, cols / 2}, {DType::I8, DType::U8}, current_group});
-    specs.push_back({p + ".scale", {rows, cols / kFp4Block}, {DType::F8_E8M0}, current_group});
+    scaled(c.expert_dtype == "fp8" ? WeightFormat::FP8 : WeightFormat::FP4, p, rows, cols);
   }
 };
 
@@ -210,32 +211,20 @@ struct Binder {
 
   void plain(WeightView& w, const std::string& name, std::vector<int64_t> shape, std::vector<DType> dtypes) {
     const TensorInfo& t = require(name, shape, dtypes);
-    w.tensor = &t;
+    w.label = t.name;
     w.format = format_of(t.dtype);
     w.data = t.data;
     w.rows = shape.size() == 2 ? shape[0] : 1;
     w.cols = shape.back();
   }
-  void fp8(WeightView& w, const std::string& p, int64_t rows, int64_t cols) {
-    w.tensor = &require(p + ".weight", {rows, cols}, {DType::F8_E4M3});
-    w.scale_tensor = &require(p + ".scale", {ceil_div(rows, kFp8Block), ceil_div(cols, kFp8Block)}, {DType::F8_E8M0});
-    w.format = WeightFormat::FP8;
-    w.rows = rows;
-    w.cols = cols;
-    w.data = w.tensor->data;
-    w.scale = w.scale_tensor->data;
-    w.scale_cols = ceil_div(cols, kFp8Block);
+  void scaled(WeightView& w, WeightFormat f, const std::string& p, int64_t rows, int64_t cols) {
+    const TensorInfo& codes = require(p + ".weight", code_shape(f, rows, cols), code_dtypes(f));
+    const TensorInfo& scales = require(p + ".scale", scale_shape(f, rows, cols), {DType::F8_E8M0});
+    w = WeightView{f, rows, cols, codes.data, scales.data, weight_scale_cols(f, cols), codes.name};
   }
+  void fp8(WeightView& w, const std::string& p, int64_t rows, int64_t cols) { scaled(w, WeightFormat::FP8, p, rows, cols); }
   void expert(WeightView& w, const std::string& p, int64_t rows, int64_t cols) {
-    if (c.expert_dtype == "fp8") return fp8(w, p, rows, cols);
-    w.tensor = &require(p + ".weight", {rows, cols / 2}, {DType::I8, DType::U8});
-    w.scale_tensor = &require(p + ".scale", {rows, cols / kFp4Block}, {DType::F8_E8M0});
-    w.format = WeightFormat::FP4;
-    w.rows = rows;
-    w.cols = cols;
-    w.data = w.tensor->data;
-    w.scale = w.scale_tensor->data;
-    w.scale_cols = cols / kFp4Block;
+    scaled(w, c.expert_dtype == "fp8" ? WeightFormat::FP8 : WeightFormat::FP4, p, rows, cols);
   }
 };
 
@@ -251,6 +240,12 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mt
   ModelWeights scratch;
   Walk<TableCollector>{collector, config}.model(scratch, with_mtp ? config.num_nextn_predict_layers : 0);
   return std::move(collector.specs);
+}
+
+std::vector<WeightView*> weight_views(ModelWeights& weights, const ModelConfig& config) {
+  ViewCollector collector;
+  Walk<ViewCollector>{collector, config}.model(weights, int64_t(weights.mtp.size()));
+  return std::move(collector.views);
 }
 
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config) {

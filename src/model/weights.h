@@ -1,4 +1,5 @@
-// The model's weights: typed, non-owning views over the memory-mapped checkpoint.
+// The model's weights: typed, non-owning views (backend/weight_view.h) over the
+// memory-mapped checkpoint, grouped as the model uses them.
 //
 // The checkpoint's tensor table is declared once, in visit_model_weights() (weights.cc):
 // the same walk produces the list of expected tensors (names, shapes, dtypes) for
@@ -10,39 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/weight_view.h"
 #include "core/dtype.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 
 namespace dsv4 {
-
-enum class WeightFormat : uint8_t {
-  F32,
-  BF16,
-  FP8,  // e4m3 codes [rows, cols] + E8M0 scale per 128x128 tile
-  FP4,  // e2m1 codes packed two per byte [rows, cols/2] + E8M0 scale per 32 inputs of a row
-  I64,
-  I32,
-};
-const char* weight_format_name(WeightFormat f);
-
-struct WeightView {
-  WeightFormat format = WeightFormat::F32;
-  int64_t rows = 0, cols = 0;           // logical [out, in]; vectors have rows == 1
-  const uint8_t* data = nullptr;
-  const uint8_t* scale = nullptr;       // FP8 / FP4 only
-  int64_t scale_cols = 0;               // row stride of the scale tensor
-  const TensorInfo* tensor = nullptr;   // for messages and accounting
-  const TensorInfo* scale_tensor = nullptr;
-
-  bool present() const { return data != nullptr; }
-  int64_t numel() const { return rows * cols; }
-  size_t bytes() const;                 // weight + scale bytes
-  const std::string& name() const;
-};
-
-struct HcWeights { WeightView fn, base, scale; };          // [(2+hc)hc, hc·D], [(2+hc)hc], [3]
-struct HcHeadWeights { WeightView fn, base, scale; };      // [hc, hc·D], [hc], [1]
 
 struct CompressorWeights {
   int64_t ratio = 0;
@@ -61,8 +35,6 @@ struct AttentionWeights {
   std::optional<CompressorWeights> compressor;  // ratio > 0
   std::optional<IndexerWeights> indexer;        // ratio == 4
 };
-
-struct ExpertWeights { WeightView w1, w2, w3; };
 
 struct MoeWeights {
   WeightView gate;      // [E, D]
@@ -113,5 +85,9 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mt
 // Binds the views; throws Error naming the first missing, mis-typed or mis-shaped tensor.
 // MTP modules are bound when present (see has_mtp_module); absent ones leave `mtp` empty.
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config);
+
+// Every bound view of `weights` (one per weight tensor; a scale belongs to its weight's view),
+// for Backend::prepare.
+std::vector<WeightView*> weight_views(ModelWeights& weights, const ModelConfig& config);
 
 }  // namespace dsv4

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <random>
 
-#include "backend/cpu/cpu_backend.h"
 #include "model/model_files.h"
 #include "model/transformer.h"
 #include "support/spec_support.h"
@@ -74,7 +73,8 @@ class DeterminismTest : public ::testing::TestWithParam<Case> {};
 TEST_P(DeterminismTest, CallSplitsAndBatchingGiveIdenticalBits) {
   const Case& c = GetParam();
   auto files = ModelFiles::open(checkpoint_for(c));
-  CpuBackend be(2);
+  auto backend = test::make_test_backend();
+  Backend& be = *backend;
   Transformer model(files->config, files->weights, be, {16});
   const auto tokens = random_tokens(c.tokens, files->config.vocab_size, 11);
 
@@ -114,7 +114,8 @@ TEST_P(DeterminismTest, TruncateRestoresTheStateExactly) {
   const Case& c = GetParam();
   auto files = ModelFiles::open(checkpoint_for(c));
   const ModelConfig& cfg = files->config;
-  CpuBackend be(2);
+  auto backend = test::make_test_backend();
+  Backend& be = *backend;
   Transformer model(cfg, files->weights, be, {16});
   const auto tokens = random_tokens(c.tokens, cfg.vocab_size, 21);
   auto ref_seq = model.new_sequence();

@@ -49,7 +49,7 @@ std::vector<float> rows_of(const std::vector<float>& v, int64_t cols, int64_t be
 void store(GoldenPass& gp, RowTable& table, const std::vector<float>& rows, int64_t cols,
            const std::vector<int64_t>& at) {
   Tensor t = gp.load(rows, {int64_t(at.size()), cols});
-  gp.be().store_rows(table, at, t);
+  store_table_rows(gp.be(), table, at, t);
 }
 
 std::vector<int64_t> iota(int64_t begin, int64_t count) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/cpu_backend.h"
 #include "model/model_files.h"
 #include "model/transformer.h"
 #include "support/test_support.h"
@@ -41,7 +40,8 @@ int argmax(const float* v, int64_t n) { return int(std::max_element(v, v + n) - 
 
 TEST_F(GoldenModelTest, TeacherForcedLogitsAndHiddenMatchTheReference) {
   const ModelConfig& c = model_files->config;
-  CpuBackend be(2);
+  auto backend = test::make_test_backend();
+  Backend& be = *backend;
   Transformer model(c, model_files->weights, be);
   auto seq = model.new_sequence();
   const int64_t P = prompt_len, T = int64_t(tokens.size()), V = c.vocab_size;
@@ -90,7 +90,8 @@ TEST_F(GoldenModelTest, TeacherForcedLogitsAndHiddenMatchTheReference) {
 
 TEST_F(GoldenModelTest, GreedyContinuationMatchesUpToTheFirstSmallMargin) {
   const ModelConfig& c = model_files->config;
-  CpuBackend be(2);
+  auto backend = test::make_test_backend();
+  Backend& be = *backend;
   Transformer model(c, model_files->weights, be);
   auto seq = model.new_sequence();
   const auto golden_tokens = test::read_i64(golden->get("greedy.tokens"));

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "spec/engine.h"
+#include "engine/engine.h"
 #include "support/golden_support.h"
 
 namespace dsv4 {
@@ -70,7 +70,7 @@ class GoldenMtpEndToEnd : public ::testing::Test {
   static void SetUpTestSuite() {
     golden();
     EngineOptions options;
-    options.threads = 2;
+    options.backend = test::test_backend();
     engine_ = Engine::open(test::tiny_a_dir(), options).release();
   }
   static void TearDownTestSuite() {

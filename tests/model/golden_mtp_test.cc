@@ -209,7 +209,7 @@ TEST_P(GoldenMtp, WindowAttentionAndOutputProjection) {
                                       "the engine's window: the last sliding_window positions"));
 
   Tensor kv = gp->load(rows, {int64_t(positions.size()), d});
-  gp->be().store_rows(cache.kv, positions, kv);
+  store_table_rows(gp->be(), cache.kv, positions, kv);
   Tensor o = a.attend(p, gp->load(prefix() + "q"), nullptr, block().cache_layer());
   EXPECT_TRUE(test::check_tensor(prefix() + "attn_o", gp->host(o), "",
                                  ph.decode() ? "from golden q, cache from golden attn_kv" : "from golden q and kv"));

@@ -46,7 +46,7 @@ GoldenData::GoldenData() {
   summary_ = read_json(dir / "golden.json");
   for (int64_t t : read_i64(golden_.get("tokens"))) tokens_.push_back(int32_t(t));
   prompt_len_ = read_i64(golden_.get("prompt_len"))[0];
-  model_ = std::make_unique<Transformer>(config_, weights_, backend_);
+  model_ = std::make_unique<Transformer>(config_, weights_, *backend_);
   if (!weights_.mtp.empty()) mtp_ = std::make_unique<MtpModule>(*model_, weights_.mtp[0]);
 }
 

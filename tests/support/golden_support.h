@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "model/mtp.h"
 #include "model/transformer.h"
 #include "support/test_support.h"
@@ -36,7 +35,7 @@ GoldenPhase mtp_decode_phase();
 GoldenPhase mtp_phase(const std::string& name);  // "prefill" | "decode"
 
 // Everything the golden tests read. One instance per process (golden()); the model's
-// weights view the mapped checkpoint, the backend runs on 2 threads.
+// weights view the mapped checkpoint; the backend is the tests' (test_backend()).
 class GoldenData {
  public:
   GoldenData();
@@ -56,7 +55,7 @@ class GoldenData {
   const ModelWeights& weights() const { return weights_; }
   Transformer& model() { return *model_; }
   MtpModule& mtp();  // the checkpoint's MTP module (throws if it has none)
-  CpuBackend& backend() { return backend_; }
+  Backend& backend() { return *backend_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int64_t prompt_len() const { return prompt_len_; }
 
@@ -68,7 +67,7 @@ class GoldenData {
   nlohmann::json meta_, summary_;
   std::vector<int32_t> tokens_;
   int64_t prompt_len_ = 0;
-  CpuBackend backend_{2};
+  std::unique_ptr<Backend> backend_ = make_test_backend();
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<MtpModule> mtp_;
 };

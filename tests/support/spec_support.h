@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "spec/engine.h"
-#include "spec/speculative_decoder.h"
+#include "engine/engine.h"
+#include "speculative/speculative_decoder.h"
 
 namespace dsv4::test {
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sys/wait.h>
@@ -14,6 +15,13 @@
 namespace dsv4::test {
 
 namespace fs = std::filesystem;
+
+BackendOptions test_backend() {
+  const char* kind = std::getenv("DSV4_TEST_BACKEND");
+  return {kind && *kind ? parse_backend_kind(kind) : BackendKind::Cpu, 2};
+}
+
+std::unique_ptr<Backend> make_test_backend() { return make_backend(test_backend()); }
 
 fs::path data_path(const std::string& relative) { return fs::path(DSV4_TEST_DATA) / relative; }
 fs::path tiny_a_dir() { return data_path("tiny-a"); }

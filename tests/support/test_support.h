@@ -2,12 +2,19 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backends.h"
 #include "io/safetensors.h"
 
 namespace dsv4::test {
+
+// The backend the engine tests run on: DSV4_TEST_BACKEND (cpu | reference; default cpu), with
+// 2 threads. CTest runs the model and speculative suites once per backend (tests/CMakeLists.txt).
+BackendOptions test_backend();
+std::unique_ptr<Backend> make_test_backend();
 
 std::filesystem::path data_path(const std::string& relative);  // under tests/data
 std::filesystem::path tiny_a_dir();                               // tests/data/tiny-a

@@ -40,14 +40,15 @@ void CpuBackend::gather_rows(const Tensor& src, std::span<const int64_t> rows, T
                 static_cast<const uint8_t*>(src.data) + size_t(rows[i]) * row_bytes, row_bytes);
 }
 
-void CpuBackend::store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) {
+void CpuBackend::store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) {
   ScopedOp op_scope(profile_.get(), "store_rows");
-  const int64_t width = table.pool().row_elems();
-  DSV4_CHECK(src.cols() == width && src.rows() == int64_t(rows.size()), "store_rows: source ",
-             src.shape_string(), " does not match ", rows.size(), " rows of ", width);
-  const DType dt = table.pool().dtype();
+  DSV4_CHECK(tables.size() == rows.size() && src.rows() == int64_t(rows.size()), "store_rows: ", tables.size(),
+             " tables and ", rows.size(), " rows for a source of ", src.shape_string());
   for (size_t i = 0; i < rows.size(); ++i) {
-    table.ensure_rows(rows[i] + 1);
+    const RowTable& table = *tables[i];
+    const int64_t width = table.pool().row_elems();
+    DSV4_CHECK(src.cols() == width, "store_rows: source ", src.shape_string(), " does not match rows of ", width);
+    const DType dt = table.pool().dtype();
     const float* s = src.f32() + int64_t(i) * width;
     uint8_t* d = table.row(rows[i]);
     if (dt == DType::F32) {

@@ -24,7 +24,7 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   const char* name() const override { return "cpu"; }
-  int num_threads() const override { return pool_.size(); }
+  int num_threads() const { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
   CpuIsa isa() const { return isa_; }
 
@@ -39,7 +39,7 @@ class CpuBackend final : public Backend {
   void to_host(const Tensor& t, void* dst) override;
   void from_host(Tensor& t, const void* src) override;
   void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
-  void store_rows(RowTable& table, std::span<const int64_t> rows, const Tensor& src) override;
+  void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) override;
 
   void set_prompt_rows(int64_t rows) override { prompt_rows_ = rows; }
   void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;

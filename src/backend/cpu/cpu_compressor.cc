@@ -19,7 +19,6 @@ void CpuBackend::compressor_store(const Tensor& kv, const Tensor& score, const W
   for (int64_t r = 0; r < n; ++r) {
     RowTable& table = *states[size_t(r)];
     const int64_t pos = positions[size_t(r)];
-    table.ensure_rows(pos + 1);
     float* row = reinterpret_cast<float*>(table.row(pos));
     std::memcpy(row, kv.f32() + r * P, size_t(P) * 4);
     const float* a = reinterpret_cast<const float*>(ape.data) + (pos % ratio) * P;

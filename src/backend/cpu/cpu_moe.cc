@@ -11,7 +11,6 @@
 #include "backend/cpu/gemm.h"
 #include "core/error.h"
 #include "core/number_formats.h"
-#include "io/config.h"
 
 namespace dsv4 {
 
@@ -26,7 +25,7 @@ void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& w
   std::vector<int32_t>& order = route_order_;
   for (int64_t r = 0; r < n; ++r) {
     const float* z = logits.f32() + r * E;
-    if (ScoringFunc(p.func) == ScoringFunc::Softmax) {
+    if (p.func == ScoringFunc::Softmax) {
       const float mx = *std::max_element(z, z + E);
       float sum = 0.0f;
       for (int64_t e = 0; e < E; ++e) sum += (scores[size_t(e)] = std::exp(z[e] - mx));
@@ -34,7 +33,7 @@ void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& w
     } else {
       for (int64_t e = 0; e < E; ++e) {
         const float x = z[e];
-        scores[size_t(e)] = ScoringFunc(p.func) == ScoringFunc::Sigmoid
+        scores[size_t(e)] = p.func == ScoringFunc::Sigmoid
                                 ? 1.0f / (1.0f + std::exp(-x))
                                 : std::sqrt(x > 20.0f ? x : std::log1p(std::exp(x)));  // sqrt(softplus)
       }
@@ -65,7 +64,7 @@ void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& w
     float sum = 0.0f;
     for (int64_t j = 0; j < k; ++j) sum += (w[j] = scores[size_t(idx[j])]);
     for (int64_t j = 0; j < k; ++j) {
-      if (ScoringFunc(p.func) != ScoringFunc::Softmax) w[j] /= sum;
+      if (p.func != ScoringFunc::Softmax) w[j] /= sum;
       w[j] *= p.route_scale;
     }
   }

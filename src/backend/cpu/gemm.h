@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
-#include "model/weights.h"
+#include "backend/weight_view.h"
 
 namespace dsv4::cpu {
 

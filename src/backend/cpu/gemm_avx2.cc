@@ -126,13 +126,9 @@ void fp8_group(const PreparedInput& in, const WeightView& w, int64_t m, int64_t 
 void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
                bool round) {
   constexpr int64_t kBufferElems = int64_t(33) << 10;  // 132 KB of f32
-  alignas(64) float buffer[kBufferElems];
-  const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
-  int64_t row_block = kBufferElems / ld / 4 * 4;
-  if (row_block < 4) row_block = 4;  // K ≤ 8192: the buffer holds 4 rows
-  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, buffer, ld); };
-  drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
-    const PreparedInput tin{buffer, nullptr, nullptr, r0 + n, K, ld, 0};
+  drive_fp8_buffered<float, kBufferElems, 4>(in, w, m0, m1, scale_for_tile, [&](const PreparedInput& tin, int64_t rb,
+                                                                               int64_t r0, int64_t n, int64_t m,
+                                                                               int64_t m_end) {
     float* yb = y + rb * ldy;
     if (n == 1) fp8_group<1>(tin, w, m, m_end, r0, yb, ldy, round);
     else if (n == 2) fp8_group<2>(tin, w, m, m_end, r0, yb, ldy, round);

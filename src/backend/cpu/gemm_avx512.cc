@@ -89,28 +89,15 @@ struct Fp8 {
 void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
                bool round) {
   constexpr int64_t kBufferElems = int64_t(32) << 10;  // 128 KB of f32
-  alignas(64) float buffer[kBufferElems];
-  const int64_t K = w.cols, ld = K + 32;  // rows padded by 128 bytes (see ActivationBuffer)
-  int64_t row_block = kBufferElems / ld / 4 * 4;
-  if (row_block < 2) row_block = 2;  // K ≤ 8192: the buffer holds 2 rows
-  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, buffer, ld); };
-  drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
-    const PreparedInput tin{buffer, nullptr, nullptr, r0 + n, K, ld, 0};
+  drive_fp8_buffered<float, kBufferElems, 2>(in, w, m0, m1, scale_for_tile, [&](const PreparedInput& tin, int64_t rb,
+                                                                               int64_t r0, int64_t n, int64_t m,
+                                                                               int64_t m_end) {
     float* yb = y + rb * ldy;
     if (n == 1) drive_group<Fp8, 1>(tin, w, m, m_end, r0, yb, ldy, round);
     else if (n == 2) drive_group<Fp8, 2>(tin, w, m, m_end, r0, yb, ldy, round);
     else if (n == 3) drive_group<Fp8, 3>(tin, w, m, m_end, r0, yb, ldy, round);
     else drive_group<Fp8, 4>(tin, w, m, m_end, r0, yb, ldy, round);
   });
-}
-
-// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
-inline __m512 e8m0x16(__m128i bytes) {
-  const __m512i d = _mm512_cvtepu8_epi32(bytes);
-  __m512i v = _mm512_slli_epi32(d, 23);
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
-  return _mm512_castsi512_ps(v);
 }
 
 struct Fp4 {

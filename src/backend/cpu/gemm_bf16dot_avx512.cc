@@ -103,15 +103,6 @@ struct Fp8 {
   }
 };
 
-// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as e8m0_to_f32.
-inline __m512 e8m0x16(__m128i bytes) {
-  const __m512i d = _mm512_cvtepu8_epi32(bytes);
-  __m512i v = _mm512_slli_epi32(d, 23);
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
-  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
-  return _mm512_castsi512_ps(v);
-}
-
 struct Fp4 {
   static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
@@ -220,14 +211,10 @@ void decoded_tile(const uint16_t* wd, int64_t K, const uint16_t* x, int64_t ldx,
 // for each 128-row weight tile the outputs reach (1/128 of the product's work).
 void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy,
                bool round) {
-  const int64_t K = w.cols, ld = K + 64;  // rows padded by 128 bytes (see ActivationBuffer)
   constexpr int64_t kBufferElems = int64_t(64) << 10;  // 128 KB of bf16
-  alignas(64) uint16_t buffer[kBufferElems];
-  int64_t row_block = kBufferElems / ld / 4 * 4;
-  if (row_block < 4) row_block = 4;  // K ≤ 8192: the buffer holds 4 rows
-  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale_for_tile(in, w, tile, rb, rows, buffer, ld); };
-  drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
-    const PreparedInput tin{nullptr, buffer, nullptr, r0 + n, K, ld, 0};
+  drive_fp8_buffered<uint16_t, kBufferElems, 4>(in, w, m0, m1, scale_for_tile, [&](const PreparedInput& tin,
+                                                                                  int64_t rb, int64_t r0, int64_t n,
+                                                                                  int64_t m, int64_t m_end) {
     float* yb = y + rb * ldy;
     if (n == 1) drive_group<Fp8, 1>(tin, w, m, m_end, r0, yb, ldy, round);
     else if (n == 2) drive_group<Fp8, 2>(tin, w, m, m_end, r0, yb, ldy, round);

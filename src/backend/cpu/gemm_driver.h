@@ -37,6 +37,17 @@ inline float driver_e8m0(uint8_t b) {
   return f;
 }
 
+#ifdef __AVX512F__
+// 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as driver_e8m0 (AVX-512 kernels).
+inline __m512 e8m0x16(__m128i bytes) {
+  const __m512i d = _mm512_cvtepu8_epi32(bytes);
+  __m512i v = _mm512_slli_epi32(d, 23);
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+  v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
+  return _mm512_castsi512_ps(v);
+}
+#endif
+
 // Software prefetch of the weights kPrefetchTiles tiles ahead: a tile reads F rows in step, each
 // a short stream (a few KB) that the hardware prefetchers, which stop at 4 KiB pages, pick up
 // late. Each tile therefore touches, line for line as it consumes its rows, the same offsets
@@ -115,5 +126,26 @@ template <class Rescale, class Run>
 void drive_fp8_nest(const PreparedInput& in, int64_t m0, int64_t m1, int64_t row_block, Rescale rescale, Run run) {
   drive_fp8_groups(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t rows, int64_t m, int64_t m_end) {
     for (int64_t r0 = 0; r0 < rows; r0 += 4) run(rb, r0, rows - r0 < 4 ? rows - r0 : 4, m, m_end);
+  });
+}
+
+// drive_fp8_nest over a stack buffer of kBufferElems activation words (float for f32 kernels,
+// uint16_t for bf16 ones; rows padded by 128 bytes, see ActivationBuffer), at least kMinRows
+// rows deep: `scale` (the kernel's scale_for_tile) fills it per row block and weight tile, and
+// tiles(tin, rb, r0, n, m, m_end) computes rows r0 .. r0+n-1 of the block from tin (the buffer).
+template <class Word, int64_t kBufferElems, int64_t kMinRows, class Tiles>
+void drive_fp8_buffered(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1,
+                        void (*scale)(const PreparedInput&, const WeightView&, int64_t, int64_t, int64_t, Word*, int64_t),
+                        Tiles tiles) {
+  alignas(64) Word buffer[kBufferElems];
+  const int64_t K = w.cols, ld = K + 128 / int64_t(sizeof(Word));
+  int64_t row_block = kBufferElems / ld / 4 * 4;
+  if (row_block < kMinRows) row_block = kMinRows;  // K ≤ 8192: the buffer holds kMinRows rows
+  auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale(in, w, tile, rb, rows, buffer, ld); };
+  drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
+    PreparedInput tin{nullptr, nullptr, nullptr, r0 + n, K, ld, 0};
+    if constexpr (sizeof(Word) == 4) tin.x = buffer;
+    else tin.xb = buffer;
+    tiles(tin, rb, r0, n, m, m_end);
   });
 }

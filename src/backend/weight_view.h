@@ -1,0 +1,59 @@
+// Weights as the ops see them: typed, non-owning views of [rows, cols] matrices in the
+// formats DeepSeek-V4 checkpoints use. Where the bytes live (the mapped checkpoint, a
+// backend's own buffers) and which tensor they came from is the caller's business; a view
+// carries a label only for messages.
+//
+// Each format is described once, in weight_format_traits(): the bits per value and the
+// block one E8M0 scale covers. Byte counts and scale shapes everywhere derive from it, so
+// a new encoding is added in one table.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace dsv4 {
+
+enum class WeightFormat : uint8_t {
+  F32,
+  BF16,
+  FP8,  // e4m3 codes [rows, cols] + E8M0 scale per 128x128 tile
+  FP4,  // e2m1 codes packed two per byte [rows, cols/2] + E8M0 scale per 32 inputs of a row
+  I64,
+  I32,
+};
+
+struct WeightFormatTraits {
+  const char* name;
+  int bits;                 // per value of the code tensor
+  int64_t scale_block_rows;  // one E8M0 scale per [scale_block_rows, scale_block_cols] block;
+  int64_t scale_block_cols;  // 0 = the format has no scales
+  bool has_scales() const { return scale_block_rows > 0; }
+};
+const WeightFormatTraits& weight_format_traits(WeightFormat f);
+inline const char* weight_format_name(WeightFormat f) { return weight_format_traits(f).name; }
+
+// Bytes of the codes, and the shape of the scale tensor ([0, 0] without scales), of a
+// [rows, cols] weight in format f.
+int64_t weight_code_bytes(WeightFormat f, int64_t rows, int64_t cols);
+int64_t weight_scale_rows(WeightFormat f, int64_t rows);
+int64_t weight_scale_cols(WeightFormat f, int64_t cols);
+
+struct WeightView {
+  WeightFormat format = WeightFormat::F32;
+  int64_t rows = 0, cols = 0;           // logical [out, in]; vectors have rows == 1
+  const uint8_t* data = nullptr;
+  const uint8_t* scale = nullptr;       // formats with scales only
+  int64_t scale_cols = 0;               // row stride of the scale tensor
+  std::string_view label;               // the tensor's name, for messages
+
+  bool present() const { return data != nullptr; }
+  int64_t numel() const { return rows * cols; }
+  size_t bytes() const;                 // code + scale bytes (0 when unbound)
+  std::string_view name() const { return label.empty() ? std::string_view("<unbound>") : label; }
+};
+
+// The weight groups single ops take.
+struct HcWeights { WeightView fn, base, scale; };          // [(2+hc)hc, hc·D], [(2+hc)hc], [3]
+struct HcHeadWeights { WeightView fn, base, scale; };      // [hc, hc·D], [hc], [1]
+struct ExpertWeights { WeightView w1, w2, w3; };           // gate, down, up
+
+}  // namespace dsv4

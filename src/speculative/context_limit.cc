@@ -1,0 +1,46 @@
+#include "speculative/context_limit.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "cache/sequence_cache.h"
+#include "core/error.h"
+
+namespace dsv4 {
+
+int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return -1;
+}
+
+ContextLimit ContextLimit::check(const ModelConfig& c, int64_t requested, int64_t sequences, int64_t prefill_chunk,
+                                 int64_t available_bytes) {
+  DSV4_CHECK(requested >= 0, "--max-context must be positive, got ", requested);
+  ContextLimit l;
+  l.tokens = requested > 0 ? requested : c.max_position_embeddings;
+  DSV4_CHECK(l.tokens <= c.max_position_embeddings, "--max-context ", l.tokens, " exceeds the model's ",
+             c.max_position_embeddings, " positions (max_position_embeddings in config.json)");
+  const int64_t available = available_bytes >= 0 ? available_bytes : available_memory_bytes();
+  if (available < 0) return l;  // unknown: nothing to check against
+  const CacheFootprint f = model_cache_footprint(c, 16);
+  const int64_t cache = sequences * f.at(l.tokens), work = prefill_chunk * kPrefillBytesPerRow;
+  DSV4_CHECK(cache + work <= available, "--max-context ", l.tokens, ": ", sequences, " sequence(s) need ",
+             cache >> 20, " MiB of cache (", f.bytes_per_token, " B per token + ", f.fixed_bytes >> 10,
+             " KiB) and ~", work >> 20, " MiB for prefill chunks of ", prefill_chunk, " tokens, but only ",
+             available >> 20, " MiB are available; lower --max-context or --prefill-chunk");
+  return l;
+}
+
+void ContextLimit::apply(int64_t prompt_tokens, GenerateOptions& o, const std::string& what) const {
+  DSV4_CHECK(prompt_tokens < tokens, what, ": the prompt has ", prompt_tokens,
+             " tokens, leaving no room under the context limit of ", tokens, " (--max-context)");
+  o.max_new_tokens = std::min<int64_t>(o.max_new_tokens, tokens - prompt_tokens);
+}
+
+}  // namespace dsv4

@@ -1,0 +1,312 @@
+#include "speculative/speculative_decoder.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "speculative/rejection_sampling.h"
+
+namespace dsv4 {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+struct SpeculativeDecoder::Sequence {
+  SequenceId id = 0;
+  size_t mask_sequence = 0;          // what the mask is told
+  GenerateOptions options;
+  std::vector<int32_t> prompt;       // until the prefill
+  int64_t prefilled = 0;             // prompt tokens the target has processed
+  std::unique_ptr<SequenceCache> cache;
+  std::unique_ptr<ProposerState> draft_state;
+  std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
+  std::vector<float> last_stream;    // the target's streams at the last processed position
+  std::mt19937_64 rng;
+  SequenceOutput out;
+  bool done = false;
+
+  int32_t last() const { return context.back(); }
+};
+
+SpeculativeDecoder::SpeculativeDecoder(Transformer& target, DraftProposer* proposer)
+    : target_(target), proposer_(proposer) {}
+
+SpeculativeDecoder::~SpeculativeDecoder() = default;
+
+void SpeculativeDecoder::set_prefill_chunk(int64_t tokens) {
+  DSV4_CHECK(tokens > 0, "prefill chunk must be positive, got ", tokens);
+  prefill_chunk_ = tokens;
+}
+
+SpeculativeDecoder::Sequence& SpeculativeDecoder::get(SequenceId id) const {
+  auto it = sequences_.find(id);
+  DSV4_CHECK(it != sequences_.end(), "decoder: no sequence ", id);
+  return *it->second;
+}
+
+const SequenceOutput& SpeculativeDecoder::output(SequenceId id) const { return get(id).out; }
+bool SpeculativeDecoder::finished(SequenceId id) const { return get(id).done; }
+
+bool SpeculativeDecoder::idle() const {
+  return std::all_of(sequences_.begin(), sequences_.end(), [](const auto& kv) { return kv.second->done; });
+}
+
+SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prompt, const GenerateOptions& o) {
+  const ModelConfig& c = target_.config();
+  DSV4_CHECK(!prompt.empty(), "the prompt is empty");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    DSV4_CHECK(prompt[i] >= 0 && prompt[i] < c.vocab_size, "prompt token ", i, " is ", prompt[i],
+               ", outside the vocabulary [0, ", c.vocab_size, ")");
+  DSV4_CHECK(int64_t(prompt.size()) < c.max_position_embeddings, "the prompt has ", prompt.size(),
+             " tokens; the context limit is ", c.max_position_embeddings);
+  DSV4_CHECK(o.draft_tokens >= 0, "negative draft count ", o.draft_tokens);
+  DSV4_CHECK(o.draft_tokens == 0 || proposer_,
+             "speculation needs a draft proposer (the checkpoint has no MTP module, or it was not loaded)");
+  DSV4_CHECK(o.draft_tokens + 1 <= target_.options().max_rollback, "draft length ", o.draft_tokens,
+             " needs rollbacks of ", o.draft_tokens + 1, " tokens; the caches keep ", target_.options().max_rollback);
+  DSV4_CHECK(o.max_new_tokens >= 0, "negative max_new_tokens ", o.max_new_tokens);
+
+  auto s = std::make_unique<Sequence>();
+  s->id = next_id_++;
+  s->mask_sequence = size_t(s->id);
+  s->options = o;
+  s->rng.seed(o.sampling.seed);
+  s->context = prompt;
+  s->prompt = std::move(prompt);
+  metrics_.prompt_tokens += int64_t(s->context.size());
+  if (o.max_new_tokens == 0) {
+    s->done = true;
+    s->out.finish = FinishReason::Length;
+  }
+  const SequenceId id = s->id;
+  sequences_.emplace(id, std::move(s));
+  return id;
+}
+
+void SpeculativeDecoder::finish(Sequence& s, FinishReason why) {
+  s.done = true;
+  if (s.out.finish == FinishReason::None) s.out.finish = why;
+  s.cache.reset();  // blocks back to the pools
+  s.draft_state.reset();
+}
+
+void SpeculativeDecoder::cancel(SequenceId id) {
+  Sequence& s = get(id);
+  if (!s.done) finish(s, FinishReason::Cancelled);
+}
+
+SequenceOutput SpeculativeDecoder::release(SequenceId id) {
+  Sequence& s = get(id);
+  DSV4_CHECK(s.done, "decoder: sequence ", id, " is still running (cancel it first)");
+  SequenceOutput out = std::move(s.out);
+  sequences_.erase(id);
+  return out;
+}
+
+void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra,
+                                             std::vector<float>& p) {
+  const int64_t V = target_.config().vocab_size;
+  std::span<const uint8_t> allowed;
+  if (s.options.mask) {
+    context_.assign(s.context.begin(), s.context.end());
+    context_.insert(context_.end(), extra.begin(), extra.end());
+    allowed_.assign(size_t(V), 0);
+    s.options.mask->allowed_tokens(s.mask_sequence, context_, allowed_);
+    allowed = allowed_;
+  }
+  sampling_distribution(std::span<const float>(logits, size_t(V)), s.options.sampling, allowed, p);
+}
+
+// The target's token after context + extra.
+int32_t SpeculativeDecoder::choose(const float* logits, Sequence& s, std::span<const int32_t> extra) {
+  const SamplingParams& sp = s.options.sampling;
+  if (sp.greedy() && !s.options.mask)
+    return argmax_token(std::span<const float>(logits, size_t(target_.config().vocab_size)));
+  target_distribution(logits, s, extra, probs_);
+  return sp.greedy() ? int32_t(std::max_element(probs_.begin(), probs_.end()) - probs_.begin())
+                     : sample_from(probs_, s.rng);
+}
+
+// Verifies one sequence's drafts against its verification rows; returns the accepted
+// count and sets the next token (the target's correction, or the bonus token).
+int SpeculativeDecoder::verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next) {
+  const int64_t V = target_.config().vocab_size;
+  const int k = int(draft.tokens.size());
+  std::span<const int32_t> d(draft.tokens);
+  for (int i = 0; i < k; ++i) {
+    const float* logits = rows + i * V;
+    const int32_t t = d[size_t(i)];
+    if (s.options.sampling.greedy()) {
+      const int32_t c = choose(logits, s, d.first(size_t(i)));
+      if (t != c) { next = c; return i; }
+      continue;
+    }
+    target_distribution(logits, s, d.first(size_t(i)), probs_);
+    if (!accept_or_resample(probs_, draft.probs[size_t(i)], t, s.rng, next, residual_)) return i;
+  }
+  next = choose(rows + k * V, s, d);  // all accepted: the bonus token
+  return k;
+}
+
+// Emits tokens in order, stopping at EOS or max_new_tokens exactly where plain decoding would.
+void SpeculativeDecoder::emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode,
+                              std::vector<Event>& events) {
+  const GenerateOptions& o = s.options;
+  Event e{s.id, s.out.tokens.size(), 0, false};
+  for (int32_t t : tokens) {
+    if (s.done) break;
+    s.out.tokens.push_back(t);
+    s.context.push_back(t);
+    ++e.count;
+    if (o.eos && t == *o.eos) {
+      s.out.stopped_at_eos = true;
+      finish(s, FinishReason::Eos);
+    } else if (int64_t(s.out.tokens.size()) >= o.max_new_tokens) {
+      finish(s, FinishReason::Length);
+    }
+  }
+  metrics_.generated_tokens += int64_t(e.count);
+  if (from_decode) metrics_.decode_tokens += int64_t(e.count);
+  e.finished = s.done;
+  if (e.count || e.finished) events.push_back(e);
+}
+
+// Drafts for the running sequences: at most what can still be emitted after the target's
+// own token, and what fits in the context.
+void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<Draft>& drafts) {
+  const int64_t max_positions = target_.config().max_position_embeddings;
+  std::vector<DraftRequest> requests;
+  std::vector<size_t> index;
+  drafts.assign(running.size(), Draft{});
+  for (size_t r = 0; r < running.size(); ++r) {
+    Sequence& s = *running[r];
+    const GenerateOptions& o = s.options;
+    const int64_t remaining = o.max_new_tokens - int64_t(s.out.tokens.size());
+    const int64_t room = max_positions - s.cache->length() - 1;
+    const int n = int(std::min<int64_t>({o.draft_tokens, remaining - 1, room}));
+    if (n <= 0 || !s.draft_state) continue;
+    requests.push_back({s.draft_state.get(), s.last(), s.last_stream.data(), s.cache->length() - 1, n, s.context,
+                        &o.sampling, o.mask, s.mask_sequence, &s.rng, o.record_steps});
+    index.push_back(r);
+  }
+  if (requests.empty()) return;
+  std::vector<Draft> got;
+  proposer_->propose(requests, got);
+  for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
+}
+
+// After a chunk [first, first + n) of the prompt: the proposer's rows; after the last, the first token.
+void SpeculativeDecoder::after_prefill(Sequence& s, size_t request, int64_t first, int64_t n,
+                                       std::vector<Event>& events) {
+  if (s.options.draft_tokens > 0) {
+    if (!s.draft_state) s.draft_state = proposer_->new_state();
+    proposer_->prefill(*s.draft_state, s.prompt, first, n, out_.hidden_row(request, 0));
+  }
+  s.prefilled = first + n;
+  if (s.prefilled < int64_t(s.prompt.size())) return;
+  s.last_stream.assign(out_.hidden_row(request, n - 1), out_.hidden_row(request, n - 1) + out_.hidden_width);
+  s.prompt = {};
+  const int32_t token = choose(out_.logits_row(request), s, {});
+  emit(s, std::span<const int32_t>(&token, 1), false, events);
+}
+
+// Accepts, emits, rolls the target back to the accepted length and tells the proposer.
+void SpeculativeDecoder::after_verify(Sequence& s, const Draft& d, size_t request, std::vector<Event>& events) {
+  const int n = int(d.tokens.size());
+  const int64_t L = s.cache->length() - (n + 1);  // the length before this pass
+  const float* rows = out_.logits_row(request);
+  int32_t next = 0;
+  const int a = verify(s, d, rows, next);
+  if (s.options.record_steps) {
+    StepRecord r{L, d.tokens, a, {}, {}};
+    r.target_logits.assign(rows, rows + (n + 1) * out_.vocab);
+    for (const auto& l : d.logits) r.draft_logits.insert(r.draft_logits.end(), l.begin(), l.end());
+    s.out.steps.push_back(std::move(r));
+  }
+  metrics_.record_step(n, a);
+  s.cache->truncate(L + 1 + a);
+  std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + a);
+  emitted.push_back(next);
+  emit(s, emitted, true, events);
+  if (s.done) return;
+  s.last_stream.assign(out_.hidden_row(request, a), out_.hidden_row(request, a) + out_.hidden_width);
+  if (n > 0) proposer_->accept(*s.draft_state, a, out_.hidden_row(request, 0), std::span(d.tokens).first(size_t(a)));
+}
+
+std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t max_positions = target_.config().max_position_embeddings;
+  std::vector<Event> events;
+  std::vector<Sequence*> fresh, running;
+  for (auto& [id, s] : sequences_) {
+    if (s->done) continue;
+    if (!s->prompt.empty()) fresh.push_back(s.get());
+    else if (s->cache->length() + 1 > max_positions) {
+      finish(*s, FinishReason::ContextFull);
+      events.push_back({s->id, s->out.tokens.size(), 0, true});
+    } else {
+      running.push_back(s.get());
+    }
+  }
+  if (fresh.empty() && running.empty()) return events;
+
+  std::vector<Draft> drafts;
+  if (!running.empty()) draft(running, drafts);
+
+  // One target pass: the next chunk of each new prompt, then [last, d_1..d_n] of every running sequence.
+  std::vector<std::vector<int32_t>> verify_tokens(running.size());
+  std::vector<Transformer::Request> requests;
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // [first, first + n) of each fresh prompt
+  for (Sequence* s : fresh) {
+    if (!s->cache) s->cache = target_.new_sequence();
+    const int64_t P = int64_t(s->prompt.size()), n = std::min(prefill_chunk_, P - s->prefilled);
+    chunks.emplace_back(s->prefilled, n);
+    const bool last = s->prefilled + n == P;
+    requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
+                        false, /*no_logits=*/!last, /*prompt=*/true});
+  }
+  for (size_t r = 0; r < running.size(); ++r) {
+    verify_tokens[r].assign(1, running[r]->last());
+    verify_tokens[r].insert(verify_tokens[r].end(), drafts[r].tokens.begin(), drafts[r].tokens.end());
+    requests.push_back({running[r]->cache.get(), verify_tokens[r], true});
+  }
+  target_.forward(requests, out_);
+  if (!running.empty()) ++metrics_.passes;
+
+  for (size_t i = 0; i < fresh.size(); ++i) after_prefill(*fresh[i], i, chunks[i].first, chunks[i].second, events);
+  for (size_t r = 0; r < running.size(); ++r) after_verify(*running[r], drafts[r], fresh.size() + r, events);
+  (running.empty() ? metrics_.prefill_seconds : metrics_.decode_seconds) += seconds_since(t0);
+  return events;
+}
+
+std::vector<SequenceOutput> SpeculativeDecoder::generate(std::span<const std::vector<int32_t>> prompts,
+                                                         const GenerateOptions& o, const TokenCallback& on_tokens) {
+  DSV4_CHECK(!prompts.empty(), "generate: no prompts");
+  DSV4_CHECK(idle(), "generate: the decoder has unfinished sequences");
+  reset_metrics();
+  std::map<SequenceId, size_t> index;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateOptions oi = o;
+    oi.sampling.seed = o.sampling.seed * 0x9E3779B97F4A7C15ull + i;  // one stream per sequence
+    try {
+      const SequenceId id = add(prompts[i], oi);
+      get(id).mask_sequence = i;
+      index[id] = i;
+    } catch (const Error& e) {
+      for (auto& [id, unused] : index) { cancel(id); release(id); }
+      throw Error(cat("prompt ", i, ": ", e.what()));
+    }
+  }
+  while (!idle())
+    for (const Event& e : step())
+      if (on_tokens && e.count)
+        on_tokens(index.at(e.id), std::span(output(e.id).tokens).subspan(e.first, e.count));
+  std::vector<SequenceOutput> results(prompts.size());
+  for (auto& [id, i] : index) results[i] = release(id);
+  return results;
+}
+
+}  // namespace dsv4

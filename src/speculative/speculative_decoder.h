@@ -1,0 +1,130 @@
+// Generation with speculative decoding (spec §4), step by step over caller-owned sequences.
+//
+// Per step, for every running sequence: the proposer drafts up to k tokens, the target
+// verifies [last, d_1..d_k] in one pass (all sequences together, ragged), the longest
+// acceptable prefix is kept plus one token of the target's own, and both states roll back
+// to the accepted length. Sequences added since the last step are prefilled in the same
+// target pass, a chunk of their prompt per step (so memory does not grow with the prompt,
+// and a long prompt does not stall the others). Each sequence has its own draft length,
+// sampling, mask and limits.
+//
+// Greedy mode accepts a draft when it equals the target's argmax, so the output is
+// token-identical to plain greedy decoding. Sampling mode uses speculative rejection
+// sampling (accept d with probability min(1, p(d)/q(d)), else draw from max(0, p − q)),
+// so every emitted token has the target's distribution. k = 0 is plain decoding.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "model/transformer.h"
+#include "speculative/decode_metrics.h"
+#include "speculative/proposer.h"
+
+namespace dsv4 {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 64;
+  int draft_tokens = 0;                  // k; 0 = no speculation
+  SamplingParams sampling;               // seed: the sequence's random stream
+  std::optional<int32_t> eos;            // stop after emitting this token
+  const TokenMask* mask = nullptr;
+  bool record_steps = false;             // keep every step's verification and draft logits (tests)
+};
+
+enum class FinishReason { None, Eos, Length, ContextFull, Cancelled };
+
+// One verification step of a sequence, recorded with GenerateOptions::record_steps.
+struct StepRecord {
+  int64_t position = 0;                  // position of the first verified row (the last token)
+  std::vector<int32_t> drafts;           // d_1..d_n (n ≤ k)
+  int accepted = 0;
+  std::vector<float> target_logits;      // [n + 1, V]: every row of the verification pass
+  std::vector<float> draft_logits;       // [n, draft vocab]: the MTP logits that chose each draft
+};
+
+struct SequenceOutput {
+  std::vector<int32_t> tokens;           // generated tokens (EOS included when it stopped there)
+  FinishReason finish = FinishReason::None;
+  bool stopped_at_eos = false;
+  std::vector<StepRecord> steps;         // with record_steps
+};
+
+class SpeculativeDecoder {
+ public:
+  using SequenceId = uint64_t;
+
+  // `proposer` may be null: then every sequence decodes plainly (draft_tokens must be 0).
+  SpeculativeDecoder(Transformer& target, DraftProposer* proposer);
+  ~SpeculativeDecoder();
+
+  // Prompt tokens a sequence prefills per step (its last chunk yields its first token).
+  // Any size gives the same bits (the backend is batch-invariant); it bounds the working set.
+  static constexpr int64_t kDefaultPrefillChunk = 512;
+  void set_prefill_chunk(int64_t tokens);
+  int64_t prefill_chunk() const { return prefill_chunk_; }
+
+  // Adds a sequence; it is prefilled by the next step(). Ids count up from 0. Throws (and
+  // adds nothing) for an empty prompt, an unknown token id, a prompt that leaves no room
+  // in the context, or a draft length the caches cannot roll back.
+  SequenceId add(std::vector<int32_t> prompt, const GenerateOptions& options);
+
+  // Sequences whose tokens grew in a step.
+  struct Event {
+    SequenceId id;
+    size_t first = 0, count = 0;         // output(id).tokens[first, first + count) are new
+    bool finished = false;
+  };
+  // One step over every sequence that is not finished: prefill of the new ones, one
+  // draft + verify pass of the others. Returns what each sequence gained.
+  std::vector<Event> step();
+
+  bool idle() const;                             // nothing left to step
+  const SequenceOutput& output(SequenceId id) const;
+  bool finished(SequenceId id) const;
+  // Stops a sequence and releases its cache blocks (its tokens so far stay readable).
+  void cancel(SequenceId id);
+  // Forgets a finished or cancelled sequence and returns its output.
+  SequenceOutput release(SequenceId id);
+
+  // Called with each sequence's newly emitted tokens as they are accepted (streaming);
+  // `sequence` is the prompt's index.
+  using TokenCallback = std::function<void(size_t sequence, std::span<const int32_t> tokens)>;
+  // Adds the prompts (sequence i drawing from seed mix(options.sampling.seed, i)), steps
+  // until all finish, returns their outputs. The decoder must be idle.
+  std::vector<SequenceOutput> generate(std::span<const std::vector<int32_t>> prompts, const GenerateOptions& options,
+                                       const TokenCallback& on_tokens = {});
+
+  // Totals since construction or reset_metrics() (generate() resets them first).
+  const DecodeMetrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_ = DecodeMetrics{}; }
+
+ private:
+  struct Sequence;
+  Sequence& get(SequenceId id) const;
+  int32_t choose(const float* logits, Sequence& s, std::span<const int32_t> extra);
+  void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
+  int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);
+  void emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode, std::vector<Event>& events);
+  void finish(Sequence& s, FinishReason why);
+  void draft(std::span<Sequence* const> running, std::vector<Draft>& drafts);
+  void after_prefill(Sequence& s, size_t request, int64_t first, int64_t n, std::vector<Event>& events);
+  void after_verify(Sequence& s, const Draft& d, size_t request, std::vector<Event>& events);
+
+  Transformer& target_;
+  DraftProposer* proposer_;
+  DecodeMetrics metrics_;
+  std::map<SequenceId, std::unique_ptr<Sequence>> sequences_;
+  SequenceId next_id_ = 0;
+  int64_t prefill_chunk_ = kDefaultPrefillChunk;
+  Transformer::Output out_;
+  std::vector<uint8_t> allowed_;
+  std::vector<int32_t> context_;
+  std::vector<float> probs_, residual_;  // reused: no allocation per token
+};
+
+}  // namespace dsv4

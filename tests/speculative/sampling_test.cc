@@ -1,0 +1,246 @@
+// Speculative sampling preserves the target's distribution.
+//
+// 1. The acceptance rule alone: with fixed p and q (q deliberately unlike p), the token
+//    that accept_or_resample yields (the draft when kept, else the replacement) follows p:
+//    chi-square goodness of fit over 400,000 draws.
+// 2. End to end, on the partial-acceptance (mirror) preset: the joint distribution of the
+//    first four sampled tokens — the last three verified at draft depths 1, 2 and 3 — is the
+//    exact joint distribution of plain sampling (enumerated path by path with top-k 3):
+//    chi-square goodness of fit over 6,000 sequences. Its power: the same test, on half as
+//    many sequences, rejects a proposer that reports the wrong q at depth >= 2.
+// 3. A sampled stream depends only on its seed (and k): alone or in a batch with other
+//    sequences added mid-way, with rollbacks on every few steps, it is the same.
+// The test statistic's p-value is printed; the tests require p > 0.001.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "speculative/rejection_sampling.h"
+#include "support/spec_support.h"
+#include "support/test_support.h"
+
+namespace dsv4 {
+namespace {
+
+// Regularized upper incomplete gamma Q(a, x) (Numerical Recipes: series / continued fraction).
+double gamma_q(double a, double x) {
+  if (x <= 0) return 1.0;
+  const double gln = std::lgamma(a);
+  if (x < a + 1) {
+    double sum = 1.0 / a, del = sum, ap = a;
+    for (int n = 0; n < 1000; ++n) {
+      del *= x / ++ap;
+      sum += del;
+      if (std::fabs(del) < std::fabs(sum) * 1e-15) break;
+    }
+    return 1.0 - sum * std::exp(-x + a * std::log(x) - gln);
+  }
+  double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
+  for (int i = 1; i < 1000; ++i) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    if (std::fabs(d) < 1e-300) d = 1e-300;
+    c = b + an / c;
+    if (std::fabs(c) < 1e-300) c = 1e-300;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < 1e-15) break;
+  }
+  return std::exp(-x + a * std::log(x) - gln) * h;
+}
+
+TEST(SpeculativeSampling, AcceptanceRuleYieldsTheTargetDistribution) {
+  const std::vector<float> p = {0.05f, 0.30f, 0.10f, 0.25f, 0.0f, 0.20f, 0.10f};
+  const std::vector<float> q = {0.40f, 0.05f, 0.05f, 0.10f, 0.30f, 0.0f, 0.10f};  // q(5) = 0, q(4) > p(4) = 0
+  std::mt19937_64 rng(2024);
+  std::vector<float> scratch;
+  const int64_t n = 400000;
+  std::vector<int64_t> counts(p.size(), 0);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t d = sample_from(q, rng);
+    int32_t replacement = -1;
+    if (accept_or_resample(p, q, d, rng, replacement, scratch)) { ++counts[size_t(d)]; ++kept; }
+    else ++counts[size_t(replacement)];
+  }
+  double chi2 = 0;
+  int64_t cells = 0;
+  for (size_t v = 0; v < p.size(); ++v) {
+    if (p[v] == 0) { EXPECT_EQ(counts[v], 0) << "token " << v << " has p = 0"; continue; }
+    const double e = double(n) * p[v];
+    chi2 += (double(counts[v]) - e) * (double(counts[v]) - e) / e;
+    ++cells;
+  }
+  const double pv = gamma_q(double(cells - 1) / 2, chi2 / 2);
+  double overlap = 0;
+  for (size_t v = 0; v < p.size(); ++v) overlap += std::min(p[v], q[v]);
+  std::printf("acceptance rule: chi2 %.2f, df %lld, p-value %.4f; kept %.4f (expected sum min(p,q) = %.4f)\n", chi2,
+              (long long)(cells - 1), pv, double(kept) / double(n), overlap);
+  EXPECT_GT(pv, 1e-3);
+  EXPECT_NEAR(double(kept) / double(n), overlap, 0.005);
+}
+
+// Goodness of fit of observed counts to exact probabilities; cells expecting fewer than 5
+// draws are pooled into one.
+double goodness_of_fit_p_value(const std::map<std::vector<int32_t>, double>& p,
+                               const std::map<std::vector<int32_t>, int64_t>& counts, int64_t n, int64_t* cells_used) {
+  double chi2 = 0, rare_e = 0;
+  int64_t rare_o = 0, cells = 0, outside = 0;
+  for (auto& [cell, prob] : p) {
+    const double e = prob * double(n);
+    auto it = counts.find(cell);
+    const int64_t o = it == counts.end() ? 0 : it->second;
+    if (e < 5) { rare_e += e; rare_o += o; continue; }
+    chi2 += (double(o) - e) * (double(o) - e) / e;
+    ++cells;
+  }
+  for (auto& [cell, c] : counts)
+    if (!p.count(cell)) outside += c;  // a path the target gives probability 0
+  rare_o += outside;
+  if (rare_e > 0 || rare_o > 0) {
+    chi2 += (double(rare_o) - rare_e) * (double(rare_o) - rare_e) / std::max(rare_e, 1e-9);
+    ++cells;
+  }
+  *cells_used = cells;
+  return gamma_q(double(cells - 1) / 2, chi2 / 2);
+}
+
+// The exact joint distribution of the first `depth` generated tokens under plain sampling:
+// every path's probability, from the target's distributions along it (teacher forcing).
+std::map<std::vector<int32_t>, double> exact_joint(Engine& engine, const std::vector<int32_t>& prompt,
+                                                   const SamplingParams& sp, int depth) {
+  std::map<std::vector<int32_t>, double> paths = {{{}, 1.0}};
+  const int64_t V = engine.config().vocab_size;
+  std::vector<float> probs;
+  for (int d = 0; d < depth; ++d) {
+    std::map<std::vector<int32_t>, double> next;
+    for (auto& [path, prob] : paths) {
+      const Transformer::Output tf = test::teacher_forced(engine, test::concat(prompt, path));
+      sampling_distribution({tf.logits_row(0, int64_t(prompt.size() + path.size()) - 1), size_t(V)}, sp, {}, probs);
+      for (int32_t v = 0; v < V; ++v)
+        if (probs[size_t(v)] > 0) {
+          std::vector<int32_t> longer = path;
+          longer.push_back(v);
+          next[longer] = prob * probs[size_t(v)];
+        }
+    }
+    paths = std::move(next);
+  }
+  return paths;
+}
+
+// Counts of the first four generated tokens of n sequences (the first from the prefill,
+// the next three verified at draft depths 1, 2 and 3 of the first step when k = 3).
+std::map<std::vector<int32_t>, int64_t> sample_paths(Engine& engine, DraftProposer* proposer,
+                                                     const std::vector<int32_t>& prompt, const SamplingParams& sp,
+                                                     int k, int64_t n, DecodeMetrics& m) {
+  std::map<std::vector<int32_t>, int64_t> counts;
+  const int64_t batch = 2000;
+  for (int64_t done = 0; done < n; done += batch) {
+    SpeculativeDecoder decoder(*engine.target, proposer);
+    GenerateOptions o;
+    o.max_new_tokens = 5;  // 1 prefill token + 3 drafts + the bonus: drafting is not cut short
+    o.draft_tokens = k;
+    o.sampling = sp;
+    o.sampling.seed = sp.seed + uint64_t(done);
+    const std::vector<std::vector<int32_t>> prompts(size_t(std::min(batch, n - done)), prompt);
+    for (auto& s : decoder.generate(prompts, o)) ++counts[std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + 4)];
+    m.add(decoder.metrics());
+  }
+  return counts;
+}
+
+// A proposer that reports, for drafts 2..k, the distribution of draft 1 instead of the one
+// each was drawn from: the rejection test at depth >= 2 then uses the wrong q.
+class WrongDepthProbabilities final : public DraftProposer {
+ public:
+  explicit WrongDepthProbabilities(DraftProposer& inner) : inner_(inner) {}
+  std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
+  void prefill(ProposerState& s, std::span<const int32_t> prompt, int64_t first, int64_t n,
+               const float* streams) override {
+    inner_.prefill(s, prompt, first, n, streams);
+  }
+  void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
+    inner_.propose(requests, drafts);
+    for (Draft& d : drafts)
+      for (size_t j = 1; j < d.probs.size(); ++j) d.probs[j] = d.probs[0];
+  }
+  void accept(ProposerState& s, int accepted, const float* streams, std::span<const int32_t> tokens) override {
+    inner_.accept(s, accepted, streams, tokens);
+  }
+
+ private:
+  DraftProposer& inner_;
+};
+
+TEST(SpeculativeSampling, JointDistributionThroughDraftDepthThreeIsTheTargets) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  const std::vector<int32_t> prompt = test::random_prompt(4, engine->config().vocab_size, 90);
+  const SamplingParams sp{2.0f, 3, 1.0f, 1000};
+  const auto exact = exact_joint(*engine, prompt, sp, 4);
+  const int64_t n = 6000;
+
+  DecodeMetrics m;
+  const auto spec = sample_paths(*engine, engine->proposer.get(), prompt, sp, 3, n, m);
+  int64_t cells = 0;
+  const double p_spec = goodness_of_fit_p_value(exact, spec, n, &cells);
+  std::printf("k=3: %lld paths of 4 tokens, %lld cells; drafted/accepted at depth 1: %lld/%lld, 2: %lld/%lld, "
+              "3: %lld/%lld; chi-square p-value %.4f\n", (long long)exact.size(), (long long)cells,
+              (long long)m.drafted_at.at(0), (long long)m.accepted_at.at(0), (long long)m.drafted_at.at(1),
+              (long long)m.accepted_at.at(1), (long long)m.drafted_at.at(2), (long long)m.accepted_at.at(2), p_spec);
+  EXPECT_GT(p_spec, 1e-3);
+  EXPECT_GT(cells, 20);
+  // The path under test ran: most sequences verified drafts at depths 2 and 3, and many
+  // were accepted there; many steps were partial.
+  EXPECT_GT(m.drafted_at.at(2), n / 2);
+  EXPECT_GT(m.accepted_at.at(1), n / 4);
+  EXPECT_GT(m.accepted_at.at(2), n / 8);
+  EXPECT_GT(m.partial_steps, n / 10);
+
+  // Power: the same test catches a rejection at depth >= 2 that uses the wrong q.
+  WrongDepthProbabilities biased(*engine->proposer);
+  DecodeMetrics mb;
+  const auto wrong = sample_paths(*engine, &biased, prompt, sp, 3, n / 2, mb);
+  const double p_wrong = goodness_of_fit_p_value(exact, wrong, n / 2, &cells);
+  std::printf("wrong q at depth >= 2: chi-square p-value %.3g\n", p_wrong);
+  EXPECT_LT(p_wrong, 1e-5) << "the test cannot tell a biased rejection at depth >= 2 from the right one";
+}
+
+TEST(SpeculativeSampling, SameSeedSameStreamAloneOrInABatch) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  const int64_t V = engine->config().vocab_size;
+  const std::vector<int32_t> prompt = test::random_prompt(17, V, 91);
+  for (int k = 1; k <= 4; ++k) {
+    GenerateOptions o;
+    o.max_new_tokens = 300;
+    o.draft_tokens = k;
+    o.sampling = {1.5f, 0, 0.95f, 4242};
+    auto run = [&](bool crowded) {
+      SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+      GenerateOptions other = o;
+      other.sampling.seed = 7;
+      other.draft_tokens = 5 - k;
+      if (crowded) decoder.add(test::random_prompt(40, V, 92), other);
+      const auto id = decoder.add(prompt, o);
+      for (int step = 0; !decoder.idle(); ++step) {
+        if (crowded && step == 7) decoder.add(test::random_prompt(9, V, 93), other);
+        decoder.step();
+      }
+      EXPECT_GT(decoder.metrics().partial_steps + decoder.metrics().rejected_steps, 10) << "no rollbacks";
+      return decoder.release(id).tokens;
+    };
+    const auto alone = run(false);
+    ASSERT_EQ(alone.size(), 300u);
+    EXPECT_EQ(run(false), alone) << "k = " << k << ": the same seed gave another stream";
+    EXPECT_EQ(run(true), alone) << "k = " << k << ": other sequences in the batch changed the stream";
+    GenerateOptions reseeded = o;
+    reseeded.sampling.seed = 4243;
+    EXPECT_NE(test::generate(*engine, {prompt}, reseeded)[0].tokens, alone) << "the seed is ignored";
+  }
+}
+
+}  // namespace
+}  // namespace dsv4
