@@ -1,15 +1,17 @@
 #include "backend_args.h"
 
-#include <map>
+#include <string>
+#include <vector>
 
 namespace dsv4::cli {
 
 void add_backend_options(CLI::App* cmd, BackendOptions& options) {
-  std::map<std::string, BackendKind> kinds;
-  for (BackendKind k : available_backends()) kinds[backend_kind_name(k)] = k;
-  cmd->add_option("--backend", options.kind,
-                  "backend running the model: cpu (fast kernels) or reference (plain scalar code, slow)")
-      ->transform(CLI::CheckedTransformer(kinds))
+  std::vector<std::string> names;
+  for (BackendKind k : available_backends()) names.push_back(backend_kind_name(k));
+  cmd->add_option_function<std::string>(
+         "--backend", [&options](const std::string& name) { options.kind = parse_backend_kind(name); },
+         "backend running the model: cpu (fast kernels) or reference (plain scalar code, slow)")
+      ->check(CLI::IsMember(names))
       ->default_str(backend_kind_name(options.kind));
   cmd->add_option("--threads", options.threads, "threads of the cpu backend (0 = all cores)");
 }

@@ -12,7 +12,7 @@
 #include "backend_args.h"
 #include "commands.h"
 #include "core/error.h"
-#include "model_tokenizer.h"
+#include "engine/model_tokenizer.h"
 #include "token_args.h"
 #include "speculative/context_limit.h"
 #include "engine/engine.h"

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics_report.h"
-#include "model_tokenizer.h"
+#include "engine/model_tokenizer.h"
 
 namespace dsv4::cli {
 

@@ -125,6 +125,24 @@ TEST(GenerateCommand, PromptTokensFromAFileOrStandardInput) {
   EXPECT_NE(bad.out.find("prompt.txt:3"), std::string::npos) << bad.out;
 }
 
+// --backend picks the backend: the reference backend's greedy tokens equal the CPU backend's on
+// tiny-a (both within the golden tolerances; here the argmax never sits on a near tie), with
+// drafts too; an unknown backend is refused with the choices.
+TEST(GenerateCommand, BackendOption) {
+  const std::string model = " --model " + test::tiny_a_dir().string() +
+                            " --prompt-tokens 0,5,17,99,3 --max-new-tokens 10 --json --ignore-eos";
+  auto cpu = test::run_cli("generate" + model + " --backend cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.out;
+  auto reference = test::run_cli("generate" + model + " --backend reference --draft 2");
+  ASSERT_EQ(reference.exit_code, 0) << reference.out;
+  const auto ref_json = nlohmann::json::parse(reference.out);
+  EXPECT_EQ(ref_json["tokens"], nlohmann::json::parse(cpu.out)["tokens"]);
+  EXPECT_GT(ref_json["drafted"].get<int64_t>(), 0);
+  auto unknown = test::run_cli("generate" + model + " --backend gpu");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.out.find("gpu not in {cpu,reference}"), std::string::npos) << unknown.out;
+}
+
 TEST(GenerateCommand, ClearErrors) {
   const std::string model = " --model " + test::tiny_a_dir().string();
   auto unknown = test::run_cli("generate" + model + " --prompt-tokens 0,5,1024");

@@ -1,8 +1,8 @@
-#include "model_tokenizer.h"
+#include "engine/model_tokenizer.h"
 
 #include "core/error.h"
 
-namespace dsv4::cli {
+namespace dsv4 {
 
 text::Tokenizer load_model_tokenizer(const std::filesystem::path& dir, const ModelConfig& config) {
   const auto json = dir / "tokenizer.json";
@@ -20,4 +20,4 @@ int32_t stop_token(const text::Tokenizer& tok, const ModelConfig& config) {
   return tok.eos_id().value_or(int32_t(config.eos_token_id));
 }
 
-}  // namespace dsv4::cli
+}  // namespace dsv4
