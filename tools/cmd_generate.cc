@@ -78,6 +78,7 @@ int run_generate(const GenerateArgs& a) {
     if (outputs.size() == 1) j["tokens"] = outputs[0].tokens;
     else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
     add_metrics(j, m, a.draft);
+    j["backend"] = engine->backend->name();
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

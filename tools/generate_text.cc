@@ -41,6 +41,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
     j["prompt_tokens"] = ids;
     j["tokens"] = outputs[0].tokens;
     add_metrics(j, m, o.draft_tokens);
+    j["backend"] = engine.backend->name();
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }

@@ -138,6 +138,8 @@ TEST(GenerateCommand, BackendOption) {
   const auto ref_json = nlohmann::json::parse(reference.out);
   EXPECT_EQ(ref_json["tokens"], nlohmann::json::parse(cpu.out)["tokens"]);
   EXPECT_GT(ref_json["drafted"].get<int64_t>(), 0);
+  EXPECT_EQ(ref_json["backend"], "reference");  // the path named ran
+  EXPECT_EQ(nlohmann::json::parse(cpu.out)["backend"], "cpu");
   auto unknown = test::run_cli("generate" + model + " --backend gpu");
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.out.find("gpu not in {cpu,reference}"), std::string::npos) << unknown.out;
