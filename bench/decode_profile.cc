@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
       for (int64_t r = 1; r < rows; ++r) in.insert(in.end(), row.begin(), row.end());
     }
   const int64_t width = out.hidden_width;
-  std::vector<float> last(out.hidden.end() - width, out.hidden.end());
+  const std::vector<float> hidden = out.hidden_host();
+  std::vector<float> last(hidden.end() - width, hidden.end());
   auto mtp_seq = engine->mtp ? engine->mtp->new_sequence() : nullptr;
   if (auto* cpu = dynamic_cast<CpuBackend*>(engine->backend.get()); cpu && cpu->op_profile())
     cpu->op_profile()->clear();  // count the timed steps only

@@ -73,12 +73,27 @@ int run_chat(const ChatArgs& a) {
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   o.eos = stop_token(tok, engine->config());
 
+  // The conversation is one decoder sequence that keeps its caches between turns: each turn
+  // appends only its own tokens (the user message rendered as continuing the conversation, the
+  // reference's incremental encoding) and the model never reads the conversation twice. Earlier
+  // turns' reasoning stays in the context (the format's drop_thinking = false).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
   const size_t system_messages = messages.size();
+  text::EncodeOptions encode;
+  encode.drop_thinking = false;
+  o.keep_state = true;
   DecodeMetrics total;
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   decoder.set_prefill_chunk(a.prefill_chunk);
+  std::optional<SpeculativeDecoder::SequenceId> conversation;
+  auto forget = [&] {
+    if (!conversation) return;
+    const SpeculativeDecoder::SequenceId id = conversation.value();
+    decoder.cancel(id);
+    decoder.release(id);
+    conversation.reset();
+  };
   std::string line;
   int turns = 0;
   std::optional<std::string> first_turn;
@@ -96,31 +111,49 @@ int run_chat(const ChatArgs& a) {
     }
     if (line == "/clear") {
       messages.erase(messages.begin() + long(system_messages), messages.end());
+      forget();
       std::printf("(conversation cleared)\n");
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
-    const std::string prompt = text::encode_messages(messages, mode);
-    const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/false);  // the text carries the BOS token
+    const nlohmann::ordered_json user = nlohmann::ordered_json::array({{{"role", "user"}, {"content", line}}});
+    std::vector<int32_t> ids;
+    if (!conversation) {  // the whole conversation so far (the system prompt), with the BOS token
+      nlohmann::ordered_json all = messages;
+      all.push_back(user[0]);
+      ids = tok.encode(text::encode_messages(all, mode, encode), /*add_bos=*/false);
+    } else {
+      text::EncodeOptions continuing = encode;
+      continuing.context = messages;
+      ids = tok.encode(text::encode_messages(user, mode, continuing), /*add_bos=*/false);
+      // A reply cut off by --max-new-tokens ends the way the format ends every assistant turn.
+      if (!decoder.output(*conversation).stopped_at_eos) ids.insert(ids.begin(), *o.eos);
+    }
     GenerateOptions turn = o;
-    limit.apply(int64_t(ids.size()), turn, "chat: the conversation");
-    TurnPrinter printer(tok, a.thinking);
+    const int64_t before = conversation ? decoder.length(*conversation) : 0;
+    limit.apply(before + int64_t(ids.size()), turn, "chat: the conversation");
     turn.sampling.seed = a.seed + uint64_t(turns++);
-    auto out = decoder.generate(std::vector<std::vector<int32_t>>{ids}, turn, [&](size_t, std::span<const int32_t> t) {
-      for (int32_t token : t) printer.push(token);
-    });
+    if (conversation) decoder.extend(*conversation, ids, turn);
+    else conversation = decoder.add(ids, turn);
+    TurnPrinter printer(tok, a.thinking);
+    decoder.reset_metrics();
+    while (!decoder.finished(*conversation))
+      for (const SpeculativeDecoder::Event& e : decoder.step())
+        for (size_t i = 0; i < e.count; ++i) printer.push(decoder.output(e.id).tokens[e.first + i]);
     printer.finish();
     total.add(decoder.metrics());
-    const std::string completion = tok.decode(out[0].tokens);
+    const SequenceOutput& out = decoder.output(*conversation);
+    if (out.finish == FinishReason::ContextFull) forget();  // nothing more fits: the next turn starts over
+    const std::string completion = tok.decode(out.tokens);
+    messages.push_back(user[0]);
     try {
       messages.push_back(text::parse_completion(completion, mode).to_json());
     } catch (const std::exception&) {  // cut off by --max-new-tokens: keep the raw text as the reply
-      messages.push_back({{"role", "assistant"}, {"content", tok.decode(out[0].tokens, true)}});
+      messages.push_back({{"role", "assistant"}, {"content", tok.decode(out.tokens, true)}});
     }
   }
-  std::printf("\n%d turns, %lld tokens generated, decode %.2f tokens/s\n", turns, (long long)total.generated_tokens,
-              total.decode_tokens_per_s());
+  std::printf("\n%d turns, %lld tokens generated, %lld prompt tokens prefilled, decode %.2f tokens/s\n", turns,
+              (long long)total.generated_tokens, (long long)total.prefill_rows, total.decode_tokens_per_s());
   if (a.draft > 0) {
     std::printf("speculative decoding (k = %d): drafted %lld, accepted %lld (%.3f); by position:", a.draft,
                 (long long)total.drafted, (long long)total.accepted, total.acceptance_rate());

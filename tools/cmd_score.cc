@@ -51,12 +51,13 @@ int run_score(const ScoreArgs& a) {
   Transformer::Request prefill{seq.get(), std::span<const int32_t>(tokens.data(), size_t(P)), dumping};
   model.forward(std::span(&prefill, 1), out, dumping ? &tracer : nullptr);
   logits.assign(out.logits.end() - V, out.logits.end());
-  hidden = out.hidden;
+  hidden = out.hidden_host();
   for (int64_t t = P; t < T; ++t) {
     Transformer::Request step{seq.get(), std::span<const int32_t>(&tokens[size_t(t)], 1), false};
     model.forward(std::span(&step, 1), out, dumping && t == P ? &tracer : nullptr);
     logits.insert(logits.end(), out.logits.begin(), out.logits.end());
-    hidden.insert(hidden.end(), out.hidden.begin(), out.hidden.end());
+    const std::vector<float> rows = out.hidden_host();
+    hidden.insert(hidden.end(), rows.begin(), rows.end());
   }
   double nll = 0;
   for (int64_t t = P; t < T; ++t) nll -= log_softmax_at(logits.data() + (t - P) * V, V, tokens[size_t(t)]);

@@ -83,9 +83,12 @@ class Backend : public DeviceMemory {
   // dst row i = src row rows[i] (rows of the first dimension).
   virtual void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) = 0;
   // Row rows[i] of *tables[i] = src row i (converted to the table's storage type): one call per
-  // layer and pass, however many sequences the rows belong to. The rows must be reserved
-  // (RowTable::ensure_rows) by the caller: ops never allocate cache blocks.
+  // layer and pass, however many sequences the rows belong to; a null table skips its row. The
+  // rows must be reserved (RowTable::ensure_rows) by the caller: ops never allocate cache blocks.
   virtual void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) = 0;
+  // dst row i = row rows[i] of *tables[i] (as f32): the inverse of store_rows, one call for the
+  // rows of many sequences.
+  virtual void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) = 0;
 
   // Rows [0, rows) of the ops that follow (until the next call) are a prompt's: a backend may
   // compute their products with kernels for many rows (the CPU backend: AMX tiles), which round

@@ -73,7 +73,7 @@ Capture capture_target(Transformer& model, SequenceCache& seq, std::span<const i
     c.block_in.push_back(traced_f32(tracer, b.scope() + ".decode.in"));
     c.experts.push_back(traced_experts(tracer, b.scope() + ".decode.gate.indices"));
   }
-  c.hidden = std::move(out.hidden);
+  c.hidden = out.hidden_host();
   return c;
 }
 
@@ -87,7 +87,7 @@ Capture capture_mtp(MtpModule& mtp, SequenceCache& seq, const float* streams, st
   Capture c;
   c.block_in.push_back(traced_f32(tracer, "mtp.decode.in"));
   c.experts.push_back(traced_experts(tracer, "mtp.decode.gate.indices"));
-  c.hidden = std::move(out.streams);
+  c.hidden = out.streams_host();
   return c;
 }
 
@@ -207,9 +207,10 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     const int64_t n = std::min(o.prefill_chunk, ctx - at);
     Transformer::Request r{seq.get(), all.subspan(size_t(at), size_t(n)), false, false, /*prompt=*/true};
     model.forward(std::span(&r, 1), out);
+    const std::vector<float> hidden = at + n > ctx - 1 - W ? out.hidden_host() : std::vector<float>();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t pos = at + i, j = pos - (ctx - 1 - W);
-      if (j >= 0) std::copy_n(out.hidden.data() + i * width, width, tail.data() + j * width);
+      if (j >= 0) std::copy_n(hidden.data() + i * width, width, tail.data() + j * width);
     }
     say("prefill " + std::to_string(at + n) + " / " + std::to_string(ctx));
   }

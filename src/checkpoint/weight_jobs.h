@@ -12,13 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "backend/weight_view.h"
 #include "checkpoint/random_stream.h"
 #include "checkpoint/safetensors_writer.h"
 #include "io/config.h"
 
 namespace dsv4 {
 
-enum class Encoding : uint8_t { F32, BF16, FP8, FP4, I64 };
+// How a job's values are stored: the formats the engine reads (their byte math in one place).
+using Encoding = WeightFormat;
 
 // Fills the logical values of rows [row0, row1) (row-major, `cols` per row) of a job.
 using FillValues = std::function<void(int64_t row0, int64_t row1, RandomStream& rng, float* out)>;

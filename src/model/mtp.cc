@@ -40,28 +40,60 @@ Tensor MtpModule::combine(Pass& p, const Tensor& streams) const {
   return x;
 }
 
+std::vector<float> MtpModule::Output::streams_host() const {
+  std::vector<float> host(size_t(streams.numel()));
+  if (!host.empty()) backend->to_host(streams, host.data());
+  return host;
+}
+
 void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
   DSV4_CHECK(!requests.empty(), "mtp forward: no requests");
   workspace_.reset();
   Pass p(target_.backend(), workspace_, tracer);
   const int64_t hc = c_.hc_mult, D = c_.hidden_size, width = hc * D;
   std::vector<int64_t> logit_rows;
-  for (const Request& r : requests) DSV4_CHECK(r.streams, "mtp forward: request without input streams");
+  for (const Request& r : requests)
+    DSV4_CHECK((r.host_streams != nullptr) != (r.stream_rows != nullptr),
+               "mtp forward: a request needs its input streams from the host or from a table (one of them)");
   p.add_requests(requests, c_.vocab_size, c_.max_position_embeddings, out.rows_begin, out.logits_begin, logit_rows);
   const int64_t n = p.rows();
 
+  // The input rows: tables' rows in one load, host rows uploaded per request.
   Tensor streams = p.alloc({n, hc, D});
+  std::vector<const RowTable*> tables;
+  std::vector<int64_t> table_rows;
   for (size_t i = 0; i < requests.size(); ++i) {
-    Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + int64_t(requests[i].tokens.size()));
-    p.be.from_host(part, requests[i].streams);
+    const Request& r = requests[i];
+    const int64_t m = int64_t(r.tokens.size());
+    if (r.host_streams) {
+      Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + m);
+      p.be.from_host(part, r.host_streams);
+      continue;
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      tables.push_back(r.stream_rows);
+      table_rows.push_back(p.positions[size_t(out.rows_begin[i] + j)]);
+    }
+  }
+  if (int64_t(tables.size()) == n) {
+    Tensor flat = streams.reshape({n, width});
+    p.be.load_rows(tables, table_rows, flat);
+  } else {
+    for (size_t i = 0, t = 0; i < requests.size(); ++i) {
+      if (!requests[i].stream_rows) continue;
+      const int64_t m = int64_t(requests[i].tokens.size());
+      Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + m).reshape({m, width});
+      p.be.load_rows(std::span(tables).subspan(t, size_t(m)), std::span(table_rows).subspan(t, size_t(m)), part);
+      t += size_t(m);
+    }
   }
   Tensor x = block_.forward(p, combine(p, streams));
 
   out.vocab = head_view_.rows;
   out.hidden_width = width;
   target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp");
-  out.streams.resize(size_t(n * width));
-  p.be.to_host(x, out.streams.data());
+  out.streams = x;  // (the workspace keeps it until the next pass)
+  out.backend = &p.be;
   p.commit_sequences();
 }
 

@@ -28,26 +28,35 @@ class MtpModule {
 
   std::unique_ptr<SequenceCache> new_sequence();
 
+  // The input streams [n, hc·D] (the target's, or the MTP's own when chaining), one per token,
+  // come from one of two places: host memory (tools and tests that teacher-force), or rows
+  // [length, length + n) of a table in backend memory (the proposer's: nothing crosses to the host).
   struct Request {
     SequenceCache* sequence = nullptr;
-    const float* streams = nullptr;       // [n, hc·D]: the input streams (target's, or the MTP's own)
+    const float* host_streams = nullptr;
     std::span<const int32_t> tokens;      // [n]: the token after each stream's position
     bool all_logits = false;
     bool no_logits = false;               // rows for the cache only (a long prompt's): no head at all
+    const RowTable* stream_rows = nullptr;
   };
   struct Output {
     std::vector<float> logits;            // [logit rows, vocab()]
     std::vector<int64_t> logits_begin;
-    std::vector<float> streams;           // [rows, hc·D]: the block's output (next chained input)
+    Tensor streams;                       // [rows, hc, D] in backend memory: the block's output (chained input)
     std::vector<int64_t> rows_begin;
+    Backend* backend = nullptr;           // holds `streams` (until the next forward)
     int64_t vocab = 0, hidden_width = 0;
     const float* logits_row(size_t request, int64_t i = 0) const { return logits.data() + (logits_begin[request] + i) * vocab; }
-    const float* streams_row(size_t request, int64_t i) const { return streams.data() + (rows_begin[request] + i) * hidden_width; }
+    Tensor streams_rows(size_t request, int64_t first, int64_t n) const {
+      return streams.slice(rows_begin[request] + first, rows_begin[request] + first + n);
+    }
+    std::vector<float> streams_host() const;  // [rows, hc·D] (tools and tests)
   };
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
 
   int64_t vocab() const { return head_view_.rows; }        // the draft head's rows
   int64_t target_vocab() const { return c_.vocab_size; }
+  Backend& backend() const { return target_.backend(); }
   int64_t hidden_width() const { return c_.hc_mult * c_.hidden_size; }
   const Block& block() const { return block_; }
   const MtpWeights& weights() const { return w_; }

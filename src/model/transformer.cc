@@ -25,8 +25,15 @@ const float* Transformer::Output::logits_row(size_t request, int64_t i) const {
   return logits.data() + (logits_begin[request] + i) * vocab;
 }
 
-const float* Transformer::Output::hidden_row(size_t request, int64_t i) const {
-  return hidden.data() + (rows_begin[request] + i) * hidden_width;
+Tensor Transformer::Output::hidden_rows(size_t request, int64_t first, int64_t n) const {
+  const int64_t begin = rows_begin[request] + first;
+  return hidden.slice(begin, begin + n);
+}
+
+std::vector<float> Transformer::Output::hidden_host() const {
+  std::vector<float> host(size_t(hidden.numel()));
+  if (!host.empty()) backend->to_host(hidden, host.data());
+  return host;
 }
 
 void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
@@ -96,8 +103,8 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   out.hidden_width = hc * D;
   // Only the rows whose logits are wanted go through the head.
   head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
-  out.hidden.resize(size_t(n * hc * D));
-  p.be.to_host(x, out.hidden.data());
+  out.hidden = x;  // (the workspace keeps it until the next pass)
+  out.backend = &backend_;
 
   p.commit_sequences();
 }

@@ -31,13 +31,19 @@ class Transformer {
     bool no_logits = false;   // no logits at all (a chunk of a prompt that is not its last)
     bool prompt = false;      // rows of a prompt (before the others): the backend's prompt kernels
   };
+  // Logits come to the host (they are sampled); the streams stay in backend memory, where the
+  // MTP module reads them, until the next forward().
   struct Output {
     std::vector<float> logits;          // [logit rows, V]
     std::vector<int64_t> logits_begin;  // first logit row of each request
-    std::vector<float> hidden;          // [rows, hc, D]: the streams after the last block (MTP input)
+    Tensor hidden;                      // [rows, hc, D] in backend memory: the streams after the last block
     std::vector<int64_t> rows_begin;    // first row of each request
+    Backend* backend = nullptr;         // holds `hidden`
     const float* logits_row(size_t request, int64_t i = 0) const;
-    const float* hidden_row(size_t request, int64_t i) const;
+    // Rows [first, first + n) of request's streams (backend memory).
+    Tensor hidden_rows(size_t request, int64_t first, int64_t n) const;
+    // All streams copied to the host, [rows, hc·D] (tools and tests).
+    std::vector<float> hidden_host() const;
     int64_t vocab = 0, hidden_width = 0;
   };
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);

@@ -9,6 +9,7 @@ namespace dsv4 {
 
 struct DecodeMetrics {
   int64_t prompt_tokens = 0;
+  int64_t prefill_rows = 0;                // rows the target prefilled (a continued sequence: its new tokens only)
   int64_t generated_tokens = 0;            // all emitted tokens
   int64_t decode_tokens = 0;               // emitted by the decode loop (not the prefill's first token)
   int64_t passes = 0;                      // target forward passes after the prefill
@@ -43,6 +44,7 @@ struct DecodeMetrics {
   // Adds another run's counts and times (a chat's turns).
   void add(const DecodeMetrics& m) {
     prompt_tokens += m.prompt_tokens;
+    prefill_rows += m.prefill_rows;
     generated_tokens += m.generated_tokens;
     decode_tokens += m.decode_tokens;
     passes += m.passes;

@@ -7,48 +7,87 @@
 namespace dsv4 {
 
 struct MtpProposer::State final : ProposerState {
-  std::unique_ptr<SequenceCache> cache;
-  std::vector<float> pending_streams;   // rows to compute before the next draft, [n, hc·D]
-  std::vector<int32_t> pending_tokens;
-  int64_t first_draft_position = -1;    // row of the last first draft (target-conditioned, kept)
+  std::unique_ptr<SequenceCache> cache;  // MTP rows [0, cache->length())
+  RowTable streams;                      // the streams of rows [cache->length(), streams_end) (+ chained drafts')
+  int64_t streams_end = 0;
+  int64_t first_draft_position = -1;     // row of the last first draft (target-conditioned, kept)
 };
 
-MtpProposer::MtpProposer(MtpModule& mtp) : mtp_(mtp), width_(mtp.hidden_width()) {}
+MtpProposer::MtpProposer(MtpModule& mtp)
+    : mtp_(mtp), width_(mtp.hidden_width()), stream_pool_(mtp.backend(), DType::F32, width_, 16),
+      scratch_(mtp.backend()) {}
 
 std::unique_ptr<ProposerState> MtpProposer::new_state() {
   auto s = std::make_unique<State>();
   s->cache = mtp_.new_sequence();
+  s->streams = RowTable(&stream_pool_);
   return s;
 }
 
-void MtpProposer::prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
-                          const float* target_streams) {
-  State& s = static_cast<State&>(state);
-  DSV4_CHECK(s.first_draft_position < 0 && s.cache->length() + int64_t(s.pending_tokens.size()) == first,
-             "mtp proposer: prefill of positions from ", first, " on a state holding ",
-             s.cache->length() + int64_t(s.pending_tokens.size()));
-  // Row t pairs the target's streams at t with token t+1: rows first .. min(first + n, P - 1) - 1.
-  const int64_t end = std::min<int64_t>(first + n, int64_t(prompt.size()) - 1);
-  if (end <= first) return;
-  s.pending_streams.insert(s.pending_streams.end(), target_streams, target_streams + (end - first) * width_);
-  s.pending_tokens.insert(s.pending_tokens.end(), prompt.begin() + first + 1, prompt.begin() + end + 1);
-  if (int64_t(s.pending_tokens.size()) <= kMaxQueuedRows) return;  // small: it rides along with the first draft
-  MtpModule::Request r{s.cache.get(), s.pending_streams.data(), s.pending_tokens, false, /*no_logits=*/true};
-  mtp_.forward(std::span(&r, 1), out_);
-  s.pending_streams.clear();
-  s.pending_tokens.clear();
+void MtpProposer::store(std::vector<RowTable*>& tables, std::vector<int64_t>& rows, const Tensor& streams) {
+  const int64_t n = streams.numel() / width_;
+  DSV4_CHECK(int64_t(tables.size()) == n, "mtp proposer: ", tables.size(), " rows for streams ", streams.shape_string());
+  mtp_.backend().store_rows(tables, rows, streams.reshape({n, width_}));
 }
 
-void MtpProposer::accept(ProposerState& state, int accepted, const float* target_streams,
-                         std::span<const int32_t> tokens) {
-  State& s = static_cast<State&>(state);
-  DSV4_CHECK(s.first_draft_position >= 0, "mtp proposer: accept without a proposal");
-  DSV4_CHECK(int64_t(tokens.size()) == accepted, "mtp proposer: ", accepted, " accepted but ", tokens.size(),
-             " tokens given");
-  s.cache->truncate(s.first_draft_position + 1);  // drop the provisional rows of chained drafts
-  s.pending_streams.assign(target_streams, target_streams + size_t(accepted) * size_t(width_));
-  s.pending_tokens.assign(tokens.begin(), tokens.end());
-  s.first_draft_position = -1;
+void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) {
+  const size_t rows_in_pass = size_t(streams.numel() / width_);
+  std::vector<RowTable*> tables(rows_in_pass, nullptr);
+  std::vector<int64_t> at(rows_in_pass, 0);
+  std::vector<MtpModule::Request> now;  // sequences with more rows queued than ride along
+  std::vector<State*> now_states;
+  for (const PrefillChunk& c : chunks) {
+    State& s = static_cast<State&>(*c.state);
+    DSV4_CHECK(s.first_draft_position < 0 && s.streams_end == c.first, "mtp proposer: prefill of positions from ",
+               c.first, " on a state holding ", s.streams_end);
+    DSV4_CHECK(c.row >= 0 && size_t(c.row + c.n) <= rows_in_pass && c.first + c.n <= int64_t(c.prompt.size()),
+               "mtp proposer: prefill of ", c.n, " positions from ", c.first, " at row ", c.row, " of ", rows_in_pass,
+               " with ", c.prompt.size(), " tokens");
+    s.streams.ensure_rows(c.first + c.n);
+    for (int64_t i = 0; i < c.n; ++i) {
+      tables[size_t(c.row + i)] = &s.streams;
+      at[size_t(c.row + i)] = c.first + i;
+    }
+    s.streams_end = c.first + c.n;
+    // Row t pairs the streams at t with token t+1: rows up to P - 2 can be computed.
+    const int64_t begin = s.cache->length(), end = std::min<int64_t>(s.streams_end, int64_t(c.prompt.size()) - 1);
+    if (end - begin > kMaxQueuedRows) {
+      now.push_back({s.cache.get(), nullptr, c.prompt.subspan(size_t(begin + 1), size_t(end - begin)), false,
+                     /*no_logits=*/true, &s.streams});
+      now_states.push_back(&s);
+    }
+  }
+  store(tables, at, streams);
+  if (now.empty()) return;  // the few queued rows ride along with the first draft
+  mtp_.forward(now, out_);
+  for (State* s : now_states) s->streams.release_before(s->cache->length());
+}
+
+void MtpProposer::accept(std::span<const Verified> verified, const Tensor& streams) {
+  const size_t rows_in_pass = size_t(streams.numel() / width_);
+  std::vector<RowTable*> tables(rows_in_pass, nullptr);
+  std::vector<int64_t> at(rows_in_pass, 0);
+  for (const Verified& v : verified) {
+    State& s = static_cast<State&>(*v.state);
+    int64_t L = s.streams_end;  // no proposal in this step: the verification was [x_L] alone
+    if (s.first_draft_position >= 0) {
+      L = s.first_draft_position + 1;
+      s.cache->truncate(L);  // drop the provisional rows of chained drafts
+      s.streams.truncate(L);
+    }
+    DSV4_CHECK(v.accepted >= 0 && (s.first_draft_position >= 0 || v.accepted == 0) && v.row >= 0 &&
+                   size_t(v.row + v.accepted) < rows_in_pass,
+               "mtp proposer: ", v.accepted, " accepted at row ", v.row, " of ", rows_in_pass);
+    s.streams.ensure_rows(L + v.accepted + 1);
+    for (int i = 0; i <= v.accepted; ++i) {
+      tables[size_t(v.row + i)] = &s.streams;
+      at[size_t(v.row + i)] = L + i;
+    }
+    s.streams_end = L + v.accepted + 1;
+    s.streams.release_before(s.cache->length());
+    s.first_draft_position = -1;
+  }
+  store(tables, at, streams);
 }
 
 bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
@@ -84,31 +123,29 @@ bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Dra
 
 void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) {
   drafts.assign(requests.size(), Draft{});
-  // Draft 1: queued target-conditioned rows + the row of (X_{L-1}, x_L), in one pass.
-  std::vector<std::vector<float>> streams(requests.size());
-  std::vector<std::vector<int32_t>> tokens(requests.size());
+  // Draft 1: the queued target-conditioned rows + the row of (X_{L-1}, x_L), in one pass.
+  std::vector<int32_t> chained(requests.size());  // the token each chained row is fed
   std::vector<MtpModule::Request> batch;
   std::vector<size_t> index;  // request of each batch entry
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
     if (r.num_drafts <= 0) continue;
     State& s = static_cast<State&>(*r.state);
-    DSV4_CHECK(s.cache->length() + int64_t(s.pending_tokens.size()) == r.position, "mtp proposer: state holds ",
-               s.cache->length() + int64_t(s.pending_tokens.size()), " positions, draft requested at ", r.position);
-    streams[i] = std::move(s.pending_streams);
-    streams[i].insert(streams[i].end(), r.target_stream, r.target_stream + width_);
-    tokens[i] = std::move(s.pending_tokens);
-    tokens[i].push_back(r.last_token);
-    s.pending_streams.clear();
-    s.pending_tokens.clear();
+    const int64_t begin = s.cache->length();
+    DSV4_CHECK(s.first_draft_position < 0 && s.streams_end == r.position + 1 &&
+                   int64_t(r.context.size()) == r.position + 2,
+               "mtp proposer: state holds streams up to ", s.streams_end, ", draft requested at ", r.position,
+               " with ", r.context.size(), " tokens of context");
     s.first_draft_position = r.position;
-    batch.push_back({s.cache.get(), streams[i].data(), tokens[i], false});
+    batch.push_back({s.cache.get(), nullptr, r.context.subspan(size_t(begin + 1)), false, false, &s.streams});
     index.push_back(i);
   }
   while (!batch.empty()) {
     mtp_.forward(batch, out_);
     std::vector<MtpModule::Request> next;
     std::vector<size_t> next_index;
+    std::vector<RowTable*> tables;   // where each chained row's input stream goes
+    std::vector<int64_t> at, rows;   // its position there, its row in out_.streams
     for (size_t b = 0; b < batch.size(); ++b) {
       const size_t i = index[b];
       const DraftRequest& r = requests[i];
@@ -123,13 +160,22 @@ void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Dr
       if (r.record_logits) d.logits.emplace_back(logits, logits + mtp_.vocab());
       if (!greedy) d.probs.push_back(std::move(probs));
       if (int(d.tokens.size()) < r.num_drafts) {  // chain: the MTP's own output streams + this draft
-        const int64_t last = int64_t(batch[b].tokens.size()) - 1;
-        const float* s = out_.streams_row(b, last);
-        streams[i].assign(s, s + width_);
-        tokens[i].assign(1, token);
-        next.push_back({batch[b].sequence, streams[i].data(), tokens[i], false});
+        State& s = static_cast<State&>(*r.state);
+        const int64_t position = s.cache->length();  // the chained row's
+        s.streams.ensure_rows(position + 1);
+        tables.push_back(&s.streams);
+        at.push_back(position);
+        rows.push_back(out_.rows_begin[b] + int64_t(batch[b].tokens.size()) - 1);
+        chained[i] = token;
+        next.push_back({batch[b].sequence, nullptr, std::span<const int32_t>(&chained[i], 1), false, false, &s.streams});
         next_index.push_back(i);
       }
+    }
+    if (!tables.empty()) {  // one gather and one store for every chained sequence
+      scratch_.reset();
+      Tensor picked = scratch_.alloc_f32({int64_t(rows.size()), width_});
+      mtp_.backend().gather_rows(out_.streams.reshape({out_.streams.dim(0), width_}), rows, picked);
+      mtp_.backend().store_rows(tables, at, picked);
     }
     batch = std::move(next);
     index = std::move(next_index);

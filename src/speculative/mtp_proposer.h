@@ -6,7 +6,12 @@
 // provisional rows that accept() discards. The rows to recompute are queued and run in
 // the same MTP pass as the next first draft, so a step costs k MTP passes, not k + 1 —
 // except for a long prompt, whose rows are computed as they come (no head: only the cache).
+//
+// The streams it has been given and not yet used live in a paged table of backend memory
+// per sequence (row p: the stream fed to the MTP row at position p), so on a device
+// backend the target's streams go from its output to the MTP's input without the host.
 #pragma once
+#include "core/workspace.h"
 #include "model/mtp.h"
 #include "speculative/proposer.h"
 
@@ -17,23 +22,25 @@ class MtpProposer final : public DraftProposer {
   explicit MtpProposer(MtpModule& mtp);
 
   std::unique_ptr<ProposerState> new_state() override;
-  void prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
-               const float* target_streams) override;
+  void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override;
 
   // Queued rows beyond this many are computed at once (a long prompt's), without a head.
   static constexpr int64_t kMaxQueuedRows = 256;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
-  void accept(ProposerState& state, int accepted, const float* target_streams,
-              std::span<const int32_t> tokens) override;
+  void accept(std::span<const Verified> verified, const Tensor& streams) override;
 
  private:
   struct State;
+  // One store of the pass's rows: rows[i] of *tables[i] = streams row i (null: not kept).
+  void store(std::vector<RowTable*>& tables, std::vector<int64_t>& rows, const Tensor& streams);
   // Chooses the next draft token of request i from the MTP logits; false when the mask leaves none.
   bool choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
               std::vector<float>* probs);
 
   MtpModule& mtp_;
   int64_t width_;
+  RowPool stream_pool_;   // the states' queued streams (f32 rows of hc·D)
+  Workspace scratch_;     // chained streams gathered for one store
   MtpModule::Output out_;
   std::vector<uint8_t> allowed_;
   std::vector<int32_t> context_;

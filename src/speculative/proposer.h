@@ -4,15 +4,20 @@
 //
 // Protocol, for a sequence whose target has processed tokens x_0..x_{L-1} (streams
 // X_0..X_{L-1}) and has chosen x_L:
-//   propose(x_L, X_{L-1}, position L-1, k)  → d_1..d_k        (draft for positions L+1..L+k)
+//   prefill(x_0..x_{P-1}, X of each chunk)                    (once per prompt chunk)
+//   propose(x_0..x_L, k)                        → d_1..d_k    (draft for positions L+1..L+k)
 //   the target verifies [x_L, d_1..d_k] and accepts a of them
-//   accept(a, X_L..X_{L+a-1}, d_1..d_a)                       (before the next propose)
+//   accept(a, X_L..X_{L+a})                                   (after every verification)
+// Each call covers every sequence of a target pass at once. The target's streams are that
+// pass's tensor in backend memory, valid during the call: a proposer keeps what it needs in
+// its own backend memory, so nothing crosses to the host.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "core/tensor.h"
 #include "speculative/sampler.h"
 #include "speculative/token_mask.h"
 
@@ -26,16 +31,33 @@ class ProposerState {
 
 struct DraftRequest {
   ProposerState* state = nullptr;
-  int32_t last_token = 0;                   // x_L: chosen, not yet processed by the target
-  const float* target_stream = nullptr;     // X_{L-1}: the target's streams at `position`
   int64_t position = 0;                     // L - 1
   int num_drafts = 0;
-  std::span<const int32_t> context;         // x_0..x_L (for the mask)
+  std::span<const int32_t> context;         // x_0..x_L: x_L chosen, not yet processed by the target
   const SamplingParams* sampling = nullptr; // the sequence's own sampling (greedy when null)
   const TokenMask* mask = nullptr;          // may be null
   size_t mask_sequence = 0;                 // passed to the mask
   std::mt19937_64* rng = nullptr;           // sampling mode: draws the drafts
   bool record_logits = false;               // keep the logits that chose each draft (tests)
+};
+
+// A chunk of a sequence's prompt in a target pass: positions [first, first + n), whose streams
+// are rows [row, row + n) of the pass; `prompt` is every token known so far, x_0..x_{P-1}
+// (P ≥ first + n). A finished sequence continued with more tokens is prefilled the same way,
+// from where its state ends.
+struct PrefillChunk {
+  ProposerState* state = nullptr;
+  std::span<const int32_t> prompt;
+  int64_t first = 0, n = 0;
+  int64_t row = 0;
+};
+
+// A sequence's verification in a target pass: `accepted` drafts were kept (0 when it had no
+// proposal in this step); the streams X_L..X_{L+accepted} are rows [row, row + accepted].
+struct Verified {
+  ProposerState* state = nullptr;
+  int accepted = 0;
+  int64_t row = 0;
 };
 
 struct Draft {
@@ -49,21 +71,17 @@ class DraftProposer {
   virtual ~DraftProposer() = default;
   virtual std::unique_ptr<ProposerState> new_state() = 0;
 
-  // Fills the state over prompt positions [first, first + n) from the target's streams
-  // X_first..X_{first+n-1} of a prefill pass; `prompt` is the whole prompt x_0..x_{P-1}.
-  // A long prompt is prefilled in chunks: called once per chunk, in order.
-  virtual void prefill(ProposerState& state, std::span<const int32_t> prompt, int64_t first, int64_t n,
-                       const float* target_streams) = 0;
+  // Fills the states over prompt chunks, in order per sequence; `streams` are the pass's
+  // [rows, hc, D].
+  virtual void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) = 0;
 
   // Proposes drafts for several sequences at once (each with its own count, sampling and
   // mask). A draft may be shorter than asked when the mask leaves the proposer no token.
   virtual void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) = 0;
 
-  // After verification: `accepted` drafts were kept; `target_streams` are the target's
-  // streams X_L..X_{L+accepted-1} of the verify pass, `tokens` the accepted drafts.
+  // After every verification of the sequences (with or without a proposal in their step).
   // Provisional state of rejected drafts is discarded.
-  virtual void accept(ProposerState& state, int accepted, const float* target_streams,
-                      std::span<const int32_t> tokens) = 0;
+  virtual void accept(std::span<const Verified> verified, const Tensor& streams) = 0;
 };
 
 }  // namespace dsv4

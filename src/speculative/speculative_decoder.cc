@@ -23,7 +23,6 @@ struct SpeculativeDecoder::Sequence {
   std::unique_ptr<SequenceCache> cache;
   std::unique_ptr<ProposerState> draft_state;
   std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
-  std::vector<float> last_stream;    // the target's streams at the last processed position
   std::mt19937_64 rng;
   SequenceOutput out;
   bool done = false;
@@ -49,26 +48,34 @@ SpeculativeDecoder::Sequence& SpeculativeDecoder::get(SequenceId id) const {
 
 const SequenceOutput& SpeculativeDecoder::output(SequenceId id) const { return get(id).out; }
 bool SpeculativeDecoder::finished(SequenceId id) const { return get(id).done; }
+int64_t SpeculativeDecoder::length(SequenceId id) const { return int64_t(get(id).context.size()); }
 
 bool SpeculativeDecoder::idle() const {
   return std::all_of(sequences_.begin(), sequences_.end(), [](const auto& kv) { return kv.second->done; });
 }
 
-SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prompt, const GenerateOptions& o) {
+void SpeculativeDecoder::check_tokens(std::span<const int32_t> tokens, int64_t first, const char* what) const {
   const ModelConfig& c = target_.config();
-  DSV4_CHECK(!prompt.empty(), "the prompt is empty");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    DSV4_CHECK(prompt[i] >= 0 && prompt[i] < c.vocab_size, "prompt token ", i, " is ", prompt[i],
+  DSV4_CHECK(!tokens.empty(), "the ", what, " is empty");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    DSV4_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, what, " token ", i, " is ", tokens[i],
                ", outside the vocabulary [0, ", c.vocab_size, ")");
-  DSV4_CHECK(int64_t(prompt.size()) < c.max_position_embeddings, "the prompt has ", prompt.size(),
-             " tokens; the context limit is ", c.max_position_embeddings);
+  DSV4_CHECK(first + int64_t(tokens.size()) < c.max_position_embeddings, "the ", what, " brings the sequence to ",
+             first + int64_t(tokens.size()), " tokens; the context limit is ", c.max_position_embeddings);
+}
+
+void SpeculativeDecoder::check_options(const GenerateOptions& o) const {
   DSV4_CHECK(o.draft_tokens >= 0, "negative draft count ", o.draft_tokens);
   DSV4_CHECK(o.draft_tokens == 0 || proposer_,
              "speculation needs a draft proposer (the checkpoint has no MTP module, or it was not loaded)");
   DSV4_CHECK(o.draft_tokens + 1 <= target_.options().max_rollback, "draft length ", o.draft_tokens,
              " needs rollbacks of ", o.draft_tokens + 1, " tokens; the caches keep ", target_.options().max_rollback);
   DSV4_CHECK(o.max_new_tokens >= 0, "negative max_new_tokens ", o.max_new_tokens);
+}
 
+SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prompt, const GenerateOptions& o) {
+  check_tokens(prompt, 0, "prompt");
+  check_options(o);
   auto s = std::make_unique<Sequence>();
   s->id = next_id_++;
   s->mask_sequence = size_t(s->id);
@@ -86,9 +93,30 @@ SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prom
   return id;
 }
 
+void SpeculativeDecoder::extend(SequenceId id, std::span<const int32_t> tokens, const GenerateOptions& o) {
+  Sequence& s = get(id);
+  DSV4_CHECK(s.done, "decoder: sequence ", id, " is still running");
+  DSV4_CHECK(s.cache, "decoder: sequence ", id, " did not keep its state (GenerateOptions::keep_state) or was ",
+             "cancelled; add it again");
+  check_tokens(tokens, int64_t(s.context.size()), "continuation");
+  check_options(o);
+  DSV4_CHECK(o.draft_tokens == 0 || s.draft_state,
+             "decoder: sequence ", id, " began without speculation; it cannot draft now");
+  s.options = o;
+  s.rng.seed(o.sampling.seed);
+  s.context.insert(s.context.end(), tokens.begin(), tokens.end());
+  s.prompt = s.context;                // the whole sequence: its first cache->length() tokens are processed
+  s.prefilled = s.cache->length();
+  s.out = SequenceOutput{};
+  s.done = false;
+  metrics_.prompt_tokens += int64_t(tokens.size());
+  if (o.max_new_tokens == 0) finish(s, FinishReason::Length);
+}
+
 void SpeculativeDecoder::finish(Sequence& s, FinishReason why) {
   s.done = true;
   if (s.out.finish == FinishReason::None) s.out.finish = why;
+  if (s.options.keep_state && (why == FinishReason::Eos || why == FinishReason::Length)) return;
   s.cache.reset();  // blocks back to the pools
   s.draft_state.reset();
 }
@@ -96,6 +124,8 @@ void SpeculativeDecoder::finish(Sequence& s, FinishReason why) {
 void SpeculativeDecoder::cancel(SequenceId id) {
   Sequence& s = get(id);
   if (!s.done) finish(s, FinishReason::Cancelled);
+  s.cache.reset();  // a kept state too
+  s.draft_state.reset();
 }
 
 SequenceOutput SpeculativeDecoder::release(SequenceId id) {
@@ -188,8 +218,8 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
     const int64_t room = max_positions - s.cache->length() - 1;
     const int n = int(std::min<int64_t>({o.draft_tokens, remaining - 1, room}));
     if (n <= 0 || !s.draft_state) continue;
-    requests.push_back({s.draft_state.get(), s.last(), s.last_stream.data(), s.cache->length() - 1, n, s.context,
-                        &o.sampling, o.mask, s.mask_sequence, &s.rng, o.record_steps});
+    requests.push_back({s.draft_state.get(), s.cache->length() - 1, n, s.context, &o.sampling, o.mask,
+                        s.mask_sequence, &s.rng, o.record_steps});
     index.push_back(r);
   }
   if (requests.empty()) return;
@@ -198,27 +228,12 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
 }
 
-// After a chunk [first, first + n) of the prompt: the proposer's rows; after the last, the first token.
-void SpeculativeDecoder::after_prefill(Sequence& s, size_t request, int64_t first, int64_t n,
-                                       std::vector<Event>& events) {
-  if (s.options.draft_tokens > 0) {
-    if (!s.draft_state) s.draft_state = proposer_->new_state();
-    proposer_->prefill(*s.draft_state, s.prompt, first, n, out_.hidden_row(request, 0));
-  }
-  s.prefilled = first + n;
-  if (s.prefilled < int64_t(s.prompt.size())) return;
-  s.last_stream.assign(out_.hidden_row(request, n - 1), out_.hidden_row(request, n - 1) + out_.hidden_width);
-  s.prompt = {};
-  const int32_t token = choose(out_.logits_row(request), s, {});
-  emit(s, std::span<const int32_t>(&token, 1), false, events);
-}
-
-// Accepts, emits, rolls the target back to the accepted length and tells the proposer.
-void SpeculativeDecoder::after_verify(Sequence& s, const Draft& d, size_t request, std::vector<Event>& events) {
+// Verifies a sequence's drafts against its rows of the pass and rolls the target back to the
+// accepted length; returns the accepted count and sets the token that follows them.
+int SpeculativeDecoder::judge(Sequence& s, const Draft& d, size_t request, int32_t& next) {
   const int n = int(d.tokens.size());
   const int64_t L = s.cache->length() - (n + 1);  // the length before this pass
   const float* rows = out_.logits_row(request);
-  int32_t next = 0;
   const int a = verify(s, d, rows, next);
   if (s.options.record_steps) {
     StepRecord r{L, d.tokens, a, {}, {}};
@@ -228,12 +243,7 @@ void SpeculativeDecoder::after_verify(Sequence& s, const Draft& d, size_t reques
   }
   metrics_.record_step(n, a);
   s.cache->truncate(L + 1 + a);
-  std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + a);
-  emitted.push_back(next);
-  emit(s, emitted, true, events);
-  if (s.done) return;
-  s.last_stream.assign(out_.hidden_row(request, a), out_.hidden_row(request, a) + out_.hidden_width);
-  if (n > 0) proposer_->accept(*s.draft_state, a, out_.hidden_row(request, 0), std::span(d.tokens).first(size_t(a)));
+  return a;
 }
 
 std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
@@ -276,8 +286,41 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   target_.forward(requests, out_);
   if (!running.empty()) ++metrics_.passes;
 
-  for (size_t i = 0; i < fresh.size(); ++i) after_prefill(*fresh[i], i, chunks[i].first, chunks[i].second, events);
-  for (size_t r = 0; r < running.size(); ++r) after_verify(*running[r], drafts[r], fresh.size() + r, events);
+  // The verdicts, then the proposer told about every sequence of the pass at once (its streams
+  // never leave backend memory), then the tokens emitted (which may finish a sequence).
+  std::vector<PrefillChunk> prefilled;
+  std::vector<Verified> verified;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    Sequence& s = *fresh[i];
+    if (s.options.draft_tokens > 0 && !s.draft_state) s.draft_state = proposer_->new_state();
+    if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
+                                            out_.rows_begin[i]});
+    metrics_.prefill_rows += chunks[i].second;
+  }
+  std::vector<int> accepted(running.size());
+  std::vector<int32_t> next(running.size());
+  for (size_t r = 0; r < running.size(); ++r) {
+    Sequence& s = *running[r];
+    accepted[r] = judge(s, drafts[r], fresh.size() + r, next[r]);
+    if (s.draft_state) verified.push_back({s.draft_state.get(), accepted[r], out_.rows_begin[fresh.size() + r]});
+  }
+  if (!prefilled.empty()) proposer_->prefill(prefilled, out_.hidden);
+  if (!verified.empty()) proposer_->accept(verified, out_.hidden);
+
+  for (size_t i = 0; i < fresh.size(); ++i) {  // a prompt's last chunk yields its first token
+    Sequence& s = *fresh[i];
+    s.prefilled = chunks[i].first + chunks[i].second;
+    if (s.prefilled < int64_t(s.prompt.size())) continue;
+    s.prompt = {};
+    const int32_t token = choose(out_.logits_row(i), s, {});
+    emit(s, std::span<const int32_t>(&token, 1), false, events);
+  }
+  for (size_t r = 0; r < running.size(); ++r) {
+    const Draft& d = drafts[r];
+    std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + accepted[r]);
+    emitted.push_back(next[r]);
+    emit(*running[r], emitted, true, events);
+  }
   (running.empty() ? metrics_.prefill_seconds : metrics_.decode_seconds) += seconds_since(t0);
   return events;
 }

@@ -34,6 +34,9 @@ struct GenerateOptions {
   std::optional<int32_t> eos;            // stop after emitting this token
   const TokenMask* mask = nullptr;
   bool record_steps = false;             // keep every step's verification and draft logits (tests)
+  // A sequence that finishes (EOS or length) keeps its caches until cancel() or release(), so
+  // that extend() can continue it (a chat's next turn) without prefilling it again.
+  bool keep_state = false;
 };
 
 enum class FinishReason { None, Eos, Length, ContextFull, Cancelled };
@@ -73,6 +76,14 @@ class SpeculativeDecoder {
   // in the context, or a draft length the caches cannot roll back.
   SequenceId add(std::vector<int32_t> prompt, const GenerateOptions& options);
 
+  // Continues a finished sequence that kept its state (GenerateOptions::keep_state): `tokens`
+  // follow everything it holds (prompt and output), the next step() prefills them from where
+  // its caches end, and generation goes on under `options` with a fresh output. Its draft
+  // length may change, but speculation cannot start on a sequence that began without it.
+  // Throws (changing nothing) when the sequence is running, did not keep its state, or the
+  // tokens are empty, unknown or beyond the context.
+  void extend(SequenceId id, std::span<const int32_t> tokens, const GenerateOptions& options);
+
   // Sequences whose tokens grew in a step.
   struct Event {
     SequenceId id;
@@ -86,6 +97,7 @@ class SpeculativeDecoder {
   bool idle() const;                             // nothing left to step
   const SequenceOutput& output(SequenceId id) const;
   bool finished(SequenceId id) const;
+  int64_t length(SequenceId id) const;           // its tokens so far: prompt (and continuations) + output
   // Stops a sequence and releases its cache blocks (its tokens so far stay readable).
   void cancel(SequenceId id);
   // Forgets a finished or cancelled sequence and returns its output.
@@ -106,14 +118,15 @@ class SpeculativeDecoder {
  private:
   struct Sequence;
   Sequence& get(SequenceId id) const;
+  void check_options(const GenerateOptions& o) const;
+  void check_tokens(std::span<const int32_t> tokens, int64_t first, const char* what) const;
   int32_t choose(const float* logits, Sequence& s, std::span<const int32_t> extra);
   void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
   int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);
   void emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode, std::vector<Event>& events);
   void finish(Sequence& s, FinishReason why);
   void draft(std::span<Sequence* const> running, std::vector<Draft>& drafts);
-  void after_prefill(Sequence& s, size_t request, int64_t first, int64_t n, std::vector<Event>& events);
-  void after_verify(Sequence& s, const Draft& d, size_t request, std::vector<Event>& events);
+  int judge(Sequence& s, const Draft& d, size_t request, int32_t& next);
 
   Transformer& target_;
   DraftProposer* proposer_;

@@ -27,7 +27,8 @@ const std::map<std::string, std::string> kComparedOps = {
     {"to_host", "bits (DataMovement)"},
     {"from_host", "bits (DataMovement)"},
     {"gather_rows", "bits (DataMovement)"},
-    {"store_rows", "bits, bf16 and f32 tables (DataMovement)"},
+    {"store_rows", "bits, bf16 and f32 tables, a skipped row (DataMovement)"},
+    {"load_rows", "bits, bf16 and f32 tables, rows of two tables interleaved (DataMovement)"},
     {"set_prompt_rows", "every comparison runs on cpu/amx+prompt too (for_each_cpu)"},
     {"linear", "f32: 2·K·u·Σ|x̂·ŵ|; bf16: bits unless exact ± K·u·Σ|x̂·ŵ| straddles a rounding boundary (Linear)"},
     {"grouped_linear", "as linear, per group (GroupedLinear)"},
@@ -142,6 +143,20 @@ TEST(BackendOps, DataMovement) {
           out.push_back(dt == DType::F32 ? reinterpret_cast<const float*>(p)[k]
                                          : bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[k]));
       }
+      // load_rows from this table and a second one, interleaved, back into f32 rows.
+      RowTable other(&pool);
+      other.ensure_rows(3);
+      std::vector<RowTable*> others(3, &other);
+      std::vector<float> head(src.begin(), src.begin() + 4 * cols);
+      Tensor first4 = tensor(head, {4, cols});
+      others.insert(others.begin() + 1, nullptr);  // source row 1 is not stored
+      be.store_rows(others, std::vector<int64_t>{2, 7, 0, 1}, first4);
+      const std::vector<const RowTable*> from = {&table, &other, &table, &other, &table};
+      const std::vector<int64_t> which = {4, 1, 9, 2, 0};
+      std::vector<float> loaded(from.size() * cols);
+      Tensor tl = tensor(loaded, {int64_t(from.size()), cols});
+      be.load_rows(from, which, tl);
+      out.insert(out.end(), loaded.begin(), loaded.end());
     }
     be.release(dev);
     return out;

@@ -74,6 +74,23 @@ TEST(TextIo, ChatReadsTurnsFromStdin) {
   EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 turns"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("speculative decoding (k = 2): drafted"), std::string::npos) << r.out;
+  // The conversation is kept between turns: the second turn prefills its own tokens (and the
+  // first reply's last token, and an end-of-sentence token if the reply was cut), not the whole
+  // conversation again; /clear starts a fresh one.
+  auto count = [&](const std::string& text) {
+    auto ids = test::run_shell("printf '%s' '" + text + "' | " + std::string(DSV4_CLI) + " tokenize --json --tokenizer " +
+                               (dir / "tokenizer.json").string());
+    EXPECT_EQ(ids.exit_code, 0) << ids.out;
+    return int64_t(nlohmann::json::parse(ids.out)["ids"].size());
+  };
+  const int64_t turns = count("<｜begin▁of▁sentence｜><｜User｜>hello<｜Assistant｜></think>") +
+                        count("<｜User｜>how are you<｜Assistant｜></think>") + 1 +
+                        count("<｜begin▁of▁sentence｜><｜User｜>again<｜Assistant｜></think>");
+  const size_t at = r.out.find(" prompt tokens prefilled");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const int64_t prefilled = std::stoll(r.out.substr(r.out.rfind(", ", at) + 2));
+  EXPECT_GE(prefilled, turns) << r.out;
+  EXPECT_LE(prefilled, turns + 1) << r.out;
 
   auto thinking = test::run_shell("printf 'why\\n' | " + std::string(DSV4_CLI) + " chat --thinking --model " +
                                   dir.string() + " --max-new-tokens 8");

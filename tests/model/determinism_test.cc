@@ -37,7 +37,8 @@ RunRows run_in_chunks(Transformer& model, SequenceCache& seq, const std::vector<
     Transformer::Request r{&seq, std::span<const int32_t>(tokens.data() + at, n), true};
     model.forward(std::span(&r, 1), out);
     run.logits.insert(run.logits.end(), out.logits.begin(), out.logits.end());
-    run.hidden.insert(run.hidden.end(), out.hidden.begin(), out.hidden.end());
+    const std::vector<float> rows = out.hidden_host();
+    run.hidden.insert(run.hidden.end(), rows.begin(), rows.end());
     at += n;
   }
   return run;
@@ -100,7 +101,9 @@ TEST_P(DeterminismTest, CallSplitsAndBatchingGiveIdenticalBits) {
     model.forward(reqs, out);
     const int64_t V = out.vocab, W = out.hidden_width;
     batched_a.logits.insert(batched_a.logits.end(), out.logits_row(0), out.logits_row(0) + V);
-    batched_a.hidden.insert(batched_a.hidden.end(), out.hidden_row(0, 0), out.hidden_row(0, 0) + W);
+    const std::vector<float> rows = out.hidden_host();
+    batched_a.hidden.insert(batched_a.hidden.end(), rows.begin() + out.rows_begin[0] * W,
+                            rows.begin() + (out.rows_begin[0] + 1) * W);
     if (reqs.size() > 1) batched_b.logits.insert(batched_b.logits.end(), out.logits_row(1), out.logits_row(1) + V);
   }
   auto alone_b_seq = model.new_sequence();
@@ -148,7 +151,7 @@ TEST_P(DeterminismTest, TruncateRestoresTheStateExactly) {
     model.forward(std::span(&cont, 1), out);
     ASSERT_EQ(0, std::memcmp(out.logits.data(), reference.logits.data() + length * V, size_t(n * V) * 4))
         << "logits after rolling back " << rollback << " tokens at length " << length;
-    ASSERT_EQ(0, std::memcmp(out.hidden.data(), reference.hidden.data() + length * W, size_t(n * W) * 4))
+    ASSERT_EQ(0, std::memcmp(out.hidden_host().data(), reference.hidden.data() + length * W, size_t(n * W) * 4))
         << "hidden after rolling back " << rollback << " tokens at length " << length;
     length += n;
     ++checked;

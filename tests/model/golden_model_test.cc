@@ -52,12 +52,13 @@ TEST_F(GoldenModelTest, TeacherForcedLogitsAndHiddenMatchTheReference) {
   model.forward(std::span(&prefill, 1), out);
   prefill_all = out.logits;
   logits.assign(out.logits.end() - V, out.logits.end());
-  hidden = out.hidden;
+  hidden = out.hidden_host();
   for (int64_t t = P; t < T; ++t) {
     Transformer::Request step{seq.get(), std::span<const int32_t>(&tokens[size_t(t)], 1), false};
     model.forward(std::span(&step, 1), out);
     logits.insert(logits.end(), out.logits.begin(), out.logits.end());
-    hidden.insert(hidden.end(), out.hidden.begin(), out.hidden.end());
+    const std::vector<float> rows = out.hidden_host();
+    hidden.insert(hidden.end(), rows.begin(), rows.end());
   }
 
   const auto golden_logits = test::read_f32(golden->get("target.logits"));

@@ -97,7 +97,8 @@ class GoldenMtpEndToEnd : public ::testing::Test {
       const int64_t n = start == 0 ? P : 1;
       Transformer::Request r{seq.get(), std::span<const int32_t>(tokens.data() + start, size_t(n)), false};
       target.forward(std::span(&r, 1), out);
-      hidden.insert(hidden.end(), out.hidden.begin(), out.hidden.end());
+      const std::vector<float> rows = out.hidden_host();
+      hidden.insert(hidden.end(), rows.begin(), rows.end());
       start += n;
     }
     return hidden;

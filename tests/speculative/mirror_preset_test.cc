@@ -67,13 +67,13 @@ TEST(MirrorPreset, TargetDependsOnItsContext) {
   EXPECT_GT(distinct.size(), (all.size() - prompt.size()) / 3) << "the greedy run fell into a short loop";
 
   // Changing one token changes predictions several positions later (not only the next one).
-  const Transformer::Output base = test::teacher_forced(*engine, all);
+  const test::TeacherForced base = test::teacher_forced(*engine, all);
   const int64_t V = c.vocab_size, window = c.sliding_window;
   int64_t later_changes = 0, compared = 0;
   for (int64_t m = 60; m + window < int64_t(all.size()); m += 47) {
     std::vector<int32_t> changed = all;
     changed[size_t(m)] = int32_t((changed[size_t(m)] + 1 + m) % V);
-    const Transformer::Output alt = test::teacher_forced(*engine, changed);
+    const test::TeacherForced alt = test::teacher_forced(*engine, changed);
     for (int64_t p = m + 2; p < m + window; ++p, ++compared)
       later_changes += argmax_token({base.logits_row(0, p), size_t(V)}) != argmax_token({alt.logits_row(0, p), size_t(V)});
   }

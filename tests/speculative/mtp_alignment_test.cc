@@ -36,7 +36,8 @@ TEST(MtpAlignment, FirstDraftLogitsEqualTeacherForcedMtpLogits) {
     engine->target->forward(std::span(&r, 1), tout);
     auto mseq = engine->mtp->new_sequence();
     MtpModule::Output mout;
-    MtpModule::Request mr{mseq.get(), tout.hidden.data(), std::span<const int32_t>(all.data() + 1, all.size() - 1), true};
+    const std::vector<float> hidden = tout.hidden_host();
+    MtpModule::Request mr{mseq.get(), hidden.data(), std::span<const int32_t>(all.data() + 1, all.size() - 1), true};
     engine->mtp->forward(std::span(&mr, 1), mout);
 
     ASSERT_FALSE(out[0].steps.empty());

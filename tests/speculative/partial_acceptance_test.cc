@@ -60,29 +60,6 @@ TEST(PartialAcceptance, GreedySpeculativeEqualsPlainOverLongGenerations) {
   }
 }
 
-// Logits of a fresh MTP chain: rows 0..L-1 from the teacher-forced target streams (the
-// draft at depth 1 is the last row's), then one row per draft from the MTP's own streams.
-std::vector<std::vector<float>> mtp_chain(Engine& engine, const Transformer::Output& tf,
-                                          const std::vector<int32_t>& all, int64_t L,
-                                          const std::vector<int32_t>& drafts) {
-  MtpModule& mtp = *engine.mtp;
-  auto seq = mtp.new_sequence();
-  MtpModule::Output out;
-  MtpModule::Request r{seq.get(), tf.hidden.data(), std::span<const int32_t>(all.data() + 1, size_t(L)), false};
-  mtp.forward(std::span(&r, 1), out);
-  std::vector<std::vector<float>> logits;
-  std::vector<float> stream;
-  for (size_t d = 0;; ++d) {
-    logits.emplace_back(out.logits_row(0), out.logits_row(0) + out.vocab);
-    if (d + 1 >= drafts.size()) break;
-    const int64_t last = d == 0 ? L - 1 : 0;
-    stream.assign(out.streams_row(0, last), out.streams_row(0, last) + out.hidden_width);
-    MtpModule::Request next{seq.get(), stream.data(), std::span<const int32_t>(&drafts[d], 1), false};
-    mtp.forward(std::span(&next, 1), out);
-  }
-  return logits;
-}
-
 TEST(PartialAcceptance, VerificationAndDraftLogitsAreBitExact) {
   auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
   const int64_t V = engine->config().vocab_size;
@@ -97,7 +74,7 @@ TEST(PartialAcceptance, VerificationAndDraftLogitsAreBitExact) {
     ASSERT_GT(m.partial_steps, 20) << "k = " << k;
     for (size_t i = 0; i < prompts.size(); ++i) {
       const std::vector<int32_t> all = test::concat(prompts[i], out[i].tokens);
-      const Transformer::Output tf = test::teacher_forced(*engine, all);
+      const test::TeacherForced tf = test::teacher_forced(*engine, all);
       int64_t accepted_rows = 0, rejected_rows = 0, draft_rows = 0, chains = 0;
       const auto& steps = out[i].steps;
       ASSERT_GT(steps.size(), 50u);
@@ -115,13 +92,13 @@ TEST(PartialAcceptance, VerificationAndDraftLogitsAreBitExact) {
         if (st.accepted < n) {
           std::vector<int32_t> seen(all.begin(), all.begin() + st.position + 1);
           seen.insert(seen.end(), st.drafts.begin(), st.drafts.end());
-          const Transformer::Output fresh = test::teacher_forced(*engine, seen);
+          const test::TeacherForced fresh = test::teacher_forced(*engine, seen);
           for (int r = st.accepted + 1; r <= n; ++r, ++rejected_rows)
             ASSERT_TRUE(test::same_bits(st.target_logits.data() + r * V, fresh.logits_row(0, st.position + r),
                                         size_t(V)))
                 << "k = " << k << ", step " << s << ": verification row " << r << " (after a rejected draft) differs";
         }
-        const auto chain = mtp_chain(*engine, tf, all, st.position, st.drafts);
+        const auto chain = test::mtp_chain(*engine, tf.hidden, all, st.position, st.drafts);
         ASSERT_EQ(st.draft_logits.size(), size_t(n) * size_t(V));
         for (int d = 0; d < n; ++d, ++draft_rows)
           ASSERT_TRUE(test::same_bits(st.draft_logits.data() + d * V, chain[size_t(d)].data(), size_t(V)))

@@ -118,7 +118,7 @@ std::map<std::vector<int32_t>, double> exact_joint(Engine& engine, const std::ve
   for (int d = 0; d < depth; ++d) {
     std::map<std::vector<int32_t>, double> next;
     for (auto& [path, prob] : paths) {
-      const Transformer::Output tf = test::teacher_forced(engine, test::concat(prompt, path));
+      const test::TeacherForced tf = test::teacher_forced(engine, test::concat(prompt, path));
       sampling_distribution({tf.logits_row(0, int64_t(prompt.size() + path.size()) - 1), size_t(V)}, sp, {}, probs);
       for (int32_t v = 0; v < V; ++v)
         if (probs[size_t(v)] > 0) {
@@ -159,17 +159,16 @@ class WrongDepthProbabilities final : public DraftProposer {
  public:
   explicit WrongDepthProbabilities(DraftProposer& inner) : inner_(inner) {}
   std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
-  void prefill(ProposerState& s, std::span<const int32_t> prompt, int64_t first, int64_t n,
-               const float* streams) override {
-    inner_.prefill(s, prompt, first, n, streams);
+  void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override {
+    inner_.prefill(chunks, streams);
   }
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
     inner_.propose(requests, drafts);
     for (Draft& d : drafts)
       for (size_t j = 1; j < d.probs.size(); ++j) d.probs[j] = d.probs[0];
   }
-  void accept(ProposerState& s, int accepted, const float* streams, std::span<const int32_t> tokens) override {
-    inner_.accept(s, accepted, streams, tokens);
+  void accept(std::span<const Verified> verified, const Tensor& streams) override {
+    inner_.accept(verified, streams);
   }
 
  private:

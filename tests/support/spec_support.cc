@@ -57,12 +57,35 @@ std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vecto
   return all;
 }
 
-Transformer::Output teacher_forced(Engine& engine, std::span<const int32_t> tokens) {
+TeacherForced teacher_forced(Engine& engine, std::span<const int32_t> tokens) {
   auto seq = engine.target->new_sequence();
-  Transformer::Output out;
+  TeacherForced tf;
   Transformer::Request r{seq.get(), tokens, true};
-  engine.target->forward(std::span(&r, 1), out);
-  return out;
+  engine.target->forward(std::span(&r, 1), tf.out);
+  tf.hidden = tf.out.hidden_host();
+  return tf;
+}
+
+std::vector<std::vector<float>> mtp_chain(Engine& engine, const std::vector<float>& hidden,
+                                          const std::vector<int32_t>& all, int64_t L,
+                                          const std::vector<int32_t>& drafts) {
+  MtpModule& mtp = *engine.mtp;
+  auto seq = mtp.new_sequence();
+  MtpModule::Output out;
+  MtpModule::Request r{seq.get(), hidden.data(), std::span<const int32_t>(all.data() + 1, size_t(L)), false};
+  mtp.forward(std::span(&r, 1), out);
+  std::vector<std::vector<float>> logits;
+  std::vector<float> stream;
+  for (size_t d = 0;; ++d) {
+    logits.emplace_back(out.logits_row(0), out.logits_row(0) + out.vocab);
+    if (d + 1 >= drafts.size()) break;
+    const int64_t last = d == 0 ? L - 1 : 0, w = out.hidden_width;
+    const std::vector<float> streams = out.streams_host();
+    stream.assign(streams.begin() + last * w, streams.begin() + (last + 1) * w);
+    MtpModule::Request next{seq.get(), stream.data(), std::span<const int32_t>(&drafts[d], 1), false};
+    mtp.forward(std::span(&next, 1), out);
+  }
+  return logits;
 }
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }

@@ -31,8 +31,20 @@ std::filesystem::path mirror_checkpoint(double perturb = kTestPerturb);
 std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated);
 
 // One plain forward pass of the target over `tokens` on a fresh sequence: the logits of
-// every row and the streams after the last block (teacher forcing).
-Transformer::Output teacher_forced(Engine& engine, std::span<const int32_t> tokens);
+// every row and the streams after the last block (teacher forcing), copied to the host.
+struct TeacherForced {
+  Transformer::Output out;     // (its `hidden` is gone with the next pass: use `hidden`)
+  std::vector<float> hidden;   // [T, hc·D]
+  const float* logits_row(size_t request, int64_t i) const { return out.logits_row(request, i); }
+};
+TeacherForced teacher_forced(Engine& engine, std::span<const int32_t> tokens);
+
+// Logits of a fresh MTP chain: rows 0..L-1 from the target streams `hidden` ([≥ L, hc·D],
+// host) and tokens all[1..L] (the draft at depth 1 is the last row's), then one row per draft
+// from the MTP's own streams.
+std::vector<std::vector<float>> mtp_chain(Engine& engine, const std::vector<float>& hidden,
+                                          const std::vector<int32_t>& all, int64_t L,
+                                          const std::vector<int32_t>& drafts);
 
 // Bitwise equality of float rows.
 bool same_bits(const float* a, const float* b, size_t n);

@@ -45,6 +45,7 @@ void CpuBackend::store_rows(std::span<RowTable* const> tables, std::span<const i
   DSV4_CHECK(tables.size() == rows.size() && src.rows() == int64_t(rows.size()), "store_rows: ", tables.size(),
              " tables and ", rows.size(), " rows for a source of ", src.shape_string());
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (!tables[i]) continue;
     const RowTable& table = *tables[i];
     const int64_t width = table.pool().row_elems();
     DSV4_CHECK(src.cols() == width, "store_rows: source ", src.shape_string(), " does not match rows of ", width);
@@ -56,6 +57,25 @@ void CpuBackend::store_rows(std::span<RowTable* const> tables, std::span<const i
     } else {
       auto* h = reinterpret_cast<uint16_t*>(d);
       for (int64_t k = 0; k < width; ++k) h[k] = f32_to_bf16(s[k]);
+    }
+  }
+}
+
+void CpuBackend::load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) {
+  ScopedOp op_scope(profile_.get(), "load_rows");
+  DSV4_CHECK(tables.size() == rows.size() && dst.rows() == int64_t(rows.size()), "load_rows: ", tables.size(),
+             " tables and ", rows.size(), " rows for a destination of ", dst.shape_string());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowTable& table = *tables[i];
+    const int64_t width = table.pool().row_elems();
+    DSV4_CHECK(dst.cols() == width, "load_rows: destination ", dst.shape_string(), " does not match rows of ", width);
+    const uint8_t* s = table.row(rows[i]);
+    float* d = dst.f32() + int64_t(i) * width;
+    if (table.pool().dtype() == DType::F32) {
+      std::memcpy(d, s, size_t(width) * 4);
+    } else {
+      const auto* h = reinterpret_cast<const uint16_t*>(s);
+      for (int64_t k = 0; k < width; ++k) d[k] = bf16_to_f32(h[k]);
     }
   }
 }

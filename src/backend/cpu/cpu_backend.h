@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
   void from_host(Tensor& t, const void* src) override;
   void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
   void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) override;
+  void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) override;
 
   void set_prompt_rows(int64_t rows) override { prompt_rows_ = rows; }
   void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;

@@ -41,12 +41,14 @@ void ReferenceBackend::gather_rows(const Tensor& src, std::span<const int64_t> r
 }
 
 // Row rows[i] of *tables[i] = src row i, stored as the table's type (bf16: rounded to nearest
-// even). The caller has reserved the rows: ops never allocate cache blocks.
+// even); no table: row i is not stored. The caller has reserved the rows: ops never allocate
+// cache blocks.
 void ReferenceBackend::store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows,
                                   const Tensor& src) {
   DSV4_CHECK(tables.size() == rows.size() && src.rows() == int64_t(rows.size()), "store_rows: ", tables.size(),
              " tables and ", rows.size(), " rows for a source of ", src.shape_string());
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (!tables[i]) continue;
     const RowTable& table = *tables[i];
     const int64_t width = table.pool().row_elems();
     const DType dt = table.pool().dtype();
@@ -61,6 +63,31 @@ void ReferenceBackend::store_rows(std::span<RowTable* const> tables, std::span<c
         const uint16_t h = f32_to_bf16(v);
         std::memcpy(dst + k * 2, &h, 2);
       }
+    }
+  }
+}
+
+// dst row i = row rows[i] of *tables[i], widened to f32.
+void ReferenceBackend::load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) {
+  DSV4_CHECK(tables.size() == rows.size() && dst.rows() == int64_t(rows.size()), "load_rows: ", tables.size(),
+             " tables and ", rows.size(), " rows for a destination of ", dst.shape_string());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowTable& table = *tables[i];
+    const int64_t width = table.pool().row_elems();
+    const DType dt = table.pool().dtype();
+    DSV4_CHECK(dst.cols() == width, "load_rows: destination ", dst.shape_string(), " does not match rows of ", width);
+    DSV4_CHECK(dt == DType::F32 || dt == DType::BF16, "load_rows: tables of ", dtype_name(dt), " are not supported");
+    const uint8_t* src = table.row(rows[i]);
+    for (int64_t k = 0; k < width; ++k) {
+      float v;
+      if (dt == DType::F32) {
+        std::memcpy(&v, src + k * 4, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, src + k * 2, 2);
+        v = bf16_to_f32(h);
+      }
+      dst.f32()[int64_t(i) * width + k] = v;
     }
   }
 }

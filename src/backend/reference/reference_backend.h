@@ -37,6 +37,7 @@ class ReferenceBackend final : public Backend {
   void from_host(Tensor& t, const void* src) override;
   void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
   void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) override;
+  void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) override;
 
   // Ignored: every row takes the same path here, so a row's result never depends on its kind.
   void set_prompt_rows(int64_t rows) override { (void)rows; }
