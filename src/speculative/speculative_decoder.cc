@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/error.h"
 #include "speculative/rejection_sampling.h"
@@ -174,6 +175,29 @@ void SpeculativeDecoder::emit(Sequence& s, std::span<const int32_t> tokens, bool
   if (e.count || e.finished) events.push_back(e);
 }
 
+// Logprobs of the tokens emitted from index `first` on; token first + j was chosen or verified
+// by logits row j of `rows`.
+void SpeculativeDecoder::record_logprobs(Sequence& s, const float* rows, size_t first) {
+  if (s.options.top_logprobs < 0) return;
+  const size_t V = size_t(target_.config().vocab_size);
+  const size_t top = std::min<size_t>(size_t(s.options.top_logprobs), V);
+  std::vector<int32_t> order;
+  for (size_t i = first; i < s.out.tokens.size(); ++i) {
+    const float* row = rows + (i - first) * V;
+    const float peak = *std::max_element(row, row + V);
+    double sum = 0;
+    for (size_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - peak);
+    const double log_z = double(peak) + std::log(sum);
+    TokenLogprobs lp{float(double(row[s.out.tokens[i]]) - log_z), {}};
+    order.resize(V);
+    for (size_t v = 0; v < V; ++v) order[v] = int32_t(v);
+    std::partial_sort(order.begin(), order.begin() + long(top), order.end(),
+                      [row](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    for (size_t j = 0; j < top; ++j) lp.top.emplace_back(order[j], float(double(row[order[j]]) - log_z));
+    s.out.logprobs.push_back(std::move(lp));
+  }
+}
+
 // Drafts for the running sequences: at most what can still be emitted after the target's
 // own token, and what fits in the context.
 void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<Draft>& drafts) {
@@ -210,7 +234,9 @@ void SpeculativeDecoder::after_prefill(Sequence& s, size_t request, int64_t firs
   s.last_stream.assign(out_.hidden_row(request, n - 1), out_.hidden_row(request, n - 1) + out_.hidden_width);
   s.prompt = {};
   const int32_t token = choose(out_.logits_row(request), s, {});
+  const size_t before = s.out.tokens.size();
   emit(s, std::span<const int32_t>(&token, 1), false, events);
+  record_logprobs(s, out_.logits_row(request), before);
 }
 
 // Accepts, emits, rolls the target back to the accepted length and tells the proposer.
@@ -230,7 +256,9 @@ void SpeculativeDecoder::after_verify(Sequence& s, const Draft& d, size_t reques
   s.cache->truncate(L + 1 + a);
   std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + a);
   emitted.push_back(next);
+  const size_t before = s.out.tokens.size();
   emit(s, emitted, true, events);
+  record_logprobs(s, rows, before);
   if (s.done) return;
   s.last_stream.assign(out_.hidden_row(request, a), out_.hidden_row(request, a) + out_.hidden_width);
   if (n > 0) proposer_->accept(*s.draft_state, a, out_.hidden_row(request, 0), std::span(d.tokens).first(size_t(a)));
