@@ -86,13 +86,13 @@ int run_chat(const ChatArgs& a) {
   DecodeMetrics total;
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   decoder.set_prefill_chunk(a.prefill_chunk);
-  std::optional<SpeculativeDecoder::SequenceId> conversation;
+  bool talking = false;  // a conversation sequence exists
+  SpeculativeDecoder::SequenceId conversation = 0;
   auto forget = [&] {
-    if (!conversation) return;
-    const SpeculativeDecoder::SequenceId id = conversation.value();
-    decoder.cancel(id);
-    decoder.release(id);
-    conversation.reset();
+    if (!talking) return;
+    decoder.cancel(conversation);
+    decoder.release(conversation);
+    talking = false;
   };
   std::string line;
   int turns = 0;
@@ -118,7 +118,7 @@ int run_chat(const ChatArgs& a) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const nlohmann::ordered_json user = nlohmann::ordered_json::array({{{"role", "user"}, {"content", line}}});
     std::vector<int32_t> ids;
-    if (!conversation) {  // the whole conversation so far (the system prompt), with the BOS token
+    if (!talking) {  // the whole conversation so far (the system prompt), with the BOS token
       nlohmann::ordered_json all = messages;
       all.push_back(user[0]);
       ids = tok.encode(text::encode_messages(all, mode, encode), /*add_bos=*/false);
@@ -127,22 +127,23 @@ int run_chat(const ChatArgs& a) {
       continuing.context = messages;
       ids = tok.encode(text::encode_messages(user, mode, continuing), /*add_bos=*/false);
       // A reply cut off by --max-new-tokens ends the way the format ends every assistant turn.
-      if (!decoder.output(*conversation).stopped_at_eos) ids.insert(ids.begin(), *o.eos);
+      if (!decoder.output(conversation).stopped_at_eos) ids.insert(ids.begin(), *o.eos);
     }
     GenerateOptions turn = o;
-    const int64_t before = conversation ? decoder.length(*conversation) : 0;
+    const int64_t before = talking ? decoder.length(conversation) : 0;
     limit.apply(before + int64_t(ids.size()), turn, "chat: the conversation");
     turn.sampling.seed = a.seed + uint64_t(turns++);
-    if (conversation) decoder.extend(*conversation, ids, turn);
+    if (talking) decoder.extend(conversation, ids, turn);
     else conversation = decoder.add(ids, turn);
+    talking = true;
     TurnPrinter printer(tok, a.thinking);
     decoder.reset_metrics();
-    while (!decoder.finished(*conversation))
+    while (!decoder.finished(conversation))
       for (const SpeculativeDecoder::Event& e : decoder.step())
         for (size_t i = 0; i < e.count; ++i) printer.push(decoder.output(e.id).tokens[e.first + i]);
     printer.finish();
     total.add(decoder.metrics());
-    const SequenceOutput& out = decoder.output(*conversation);
+    const SequenceOutput& out = decoder.output(conversation);
     if (out.finish == FinishReason::ContextFull) forget();  // nothing more fits: the next turn starts over
     const std::string completion = tok.decode(out.tokens);
     messages.push_back(user[0]);

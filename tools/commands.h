@@ -17,5 +17,6 @@ void register_generate(CLI::App& app, CommandResult& result);
 void register_chat(CLI::App& app, CommandResult& result);
 void register_bench(CLI::App& app, CommandResult& result);
 void register_tokenize(CLI::App& app, CommandResult& result);  // tokenize + detokenize
+void register_serve(CLI::App& app, CommandResult& result);
 
 }  // namespace dsv4::cli

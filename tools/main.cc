@@ -1,4 +1,4 @@
-// dsv4: inspect, score, generate, chat, bench and make DeepSeek-V4 checkpoints.
+// dsv4: inspect, score, generate, chat, serve, bench and make DeepSeek-V4 checkpoints.
 #include <cstdio>
 #include <exception>
 
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   dsv4::cli::register_chat(app, result);
   dsv4::cli::register_bench(app, result);
   dsv4::cli::register_tokenize(app, result);
+  dsv4::cli::register_serve(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

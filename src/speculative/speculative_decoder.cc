@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/error.h"
 #include "speculative/rejection_sampling.h"
@@ -204,6 +205,29 @@ void SpeculativeDecoder::emit(Sequence& s, std::span<const int32_t> tokens, bool
   if (e.count || e.finished) events.push_back(e);
 }
 
+// Logprobs of the tokens emitted from index `first` on; token first + j was chosen or verified
+// by logits row j of `rows`.
+void SpeculativeDecoder::record_logprobs(Sequence& s, const float* rows, size_t first) {
+  if (s.options.top_logprobs < 0) return;
+  const size_t V = size_t(target_.config().vocab_size);
+  const size_t top = std::min<size_t>(size_t(s.options.top_logprobs), V);
+  std::vector<int32_t> order;
+  for (size_t i = first; i < s.out.tokens.size(); ++i) {
+    const float* row = rows + (i - first) * V;
+    const float peak = *std::max_element(row, row + V);
+    double sum = 0;
+    for (size_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - peak);
+    const double log_z = double(peak) + std::log(sum);
+    TokenLogprobs lp{float(double(row[s.out.tokens[i]]) - log_z), {}};
+    order.resize(V);
+    for (size_t v = 0; v < V; ++v) order[v] = int32_t(v);
+    std::partial_sort(order.begin(), order.begin() + long(top), order.end(),
+                      [row](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    for (size_t j = 0; j < top; ++j) lp.top.emplace_back(order[j], float(double(row[order[j]]) - log_z));
+    s.out.logprobs.push_back(std::move(lp));
+  }
+}
+
 // Drafts for the running sequences: at most what can still be emitted after the target's
 // own token, and what fits in the context.
 void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<Draft>& drafts) {
@@ -313,13 +337,17 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     if (s.prefilled < int64_t(s.prompt.size())) continue;
     s.prompt = {};
     const int32_t token = choose(out_.logits_row(i), s, {});
+    const size_t before = s.out.tokens.size();
     emit(s, std::span<const int32_t>(&token, 1), false, events);
+    record_logprobs(s, out_.logits_row(i), before);
   }
   for (size_t r = 0; r < running.size(); ++r) {
     const Draft& d = drafts[r];
     std::vector<int32_t> emitted(d.tokens.begin(), d.tokens.begin() + accepted[r]);
     emitted.push_back(next[r]);
+    const size_t before = running[r]->out.tokens.size();
     emit(*running[r], emitted, true, events);
+    record_logprobs(*running[r], out_.logits_row(fresh.size() + r), before);
   }
   (running.empty() ? metrics_.prefill_seconds : metrics_.decode_seconds) += seconds_since(t0);
   return events;

@@ -34,6 +34,7 @@ struct GenerateOptions {
   std::optional<int32_t> eos;            // stop after emitting this token
   const TokenMask* mask = nullptr;
   bool record_steps = false;             // keep every step's verification and draft logits (tests)
+  int top_logprobs = -1;                 // -1: no logprobs; 0..20: each token's logprob + that many alternatives
   // A sequence that finishes (EOS or length) keeps its caches until cancel() or release(), so
   // that extend() can continue it (a chat's next turn) without prefilling it again.
   bool keep_state = false;
@@ -50,11 +51,20 @@ struct StepRecord {
   std::vector<float> draft_logits;       // [n, draft vocab]: the MTP logits that chose each draft
 };
 
+// A generated token's log-probability under the target's distribution at its position
+// (log_softmax of the raw logits row that chose or verified it: no temperature, no mask),
+// with the `top_logprobs` most likely tokens there, most likely first (ties: lowest id).
+struct TokenLogprobs {
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 struct SequenceOutput {
   std::vector<int32_t> tokens;           // generated tokens (EOS included when it stopped there)
   FinishReason finish = FinishReason::None;
   bool stopped_at_eos = false;
   std::vector<StepRecord> steps;         // with record_steps
+  std::vector<TokenLogprobs> logprobs;   // one per token, with top_logprobs >= 0
 };
 
 class SpeculativeDecoder {
@@ -124,6 +134,7 @@ class SpeculativeDecoder {
   void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
   int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);
   void emit(Sequence& s, std::span<const int32_t> tokens, bool from_decode, std::vector<Event>& events);
+  void record_logprobs(Sequence& s, const float* rows, size_t first);
   void finish(Sequence& s, FinishReason why);
   void draft(std::span<Sequence* const> running, std::vector<Draft>& drafts);
   int judge(Sequence& s, const Draft& d, size_t request, int32_t& next);

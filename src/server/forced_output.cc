@@ -1,0 +1,47 @@
+#include "server/forced_output.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dsv4::server {
+
+void ForcedOutputMask::allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint8_t> allowed) const {
+  const size_t at = context.size() - std::min(context.size(), prompt_length_);
+  const int32_t token = at < tokens_.size() ? tokens_[at] : eos_;
+  std::fill(allowed.begin(), allowed.end(), uint8_t(0));
+  if (token >= 0 && size_t(token) < allowed.size()) allowed[size_t(token)] = 1;
+}
+
+ForcedOutputs ForcedOutputs::load(const std::filesystem::path& file, const text::Tokenizer& tokenizer) {
+  std::ifstream in(file);
+  DSV4_CHECK(in.good(), file.string(), ": cannot read the forced-output file");
+  nlohmann::json rules;
+  try {
+    rules = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(file.string(), ": not JSON: ", e.what()));
+  }
+  DSV4_CHECK(rules.is_array(), file.string(), ": expected an array of {\"prompt_contains\", \"output\"}");
+  ForcedOutputs out;
+  for (const auto& r : rules) {
+    DSV4_CHECK(r.is_object() && r.contains("prompt_contains") && r["prompt_contains"].is_string() &&
+                   r.contains("output") && r["output"].is_string(),
+               file.string(), ": each rule needs the strings \"prompt_contains\" and \"output\", got ", r.dump());
+    out.rules_.push_back({r["prompt_contains"], tokenizer.encode(r["output"].get<std::string>(), false)});
+  }
+  return out;
+}
+
+std::unique_ptr<TokenMask> ForcedOutputs::mask_for(const std::string& prompt_text, size_t prompt_length,
+                                                   int32_t eos) const {
+  for (const Rule& r : rules_)
+    if (prompt_text.find(r.prompt_contains) != std::string::npos)
+      return std::make_unique<ForcedOutputMask>(r.output, prompt_length, eos);
+  return nullptr;
+}
+
+}  // namespace dsv4::server

@@ -1,0 +1,270 @@
+#include "server/http_server.h"
+
+#include <atomic>
+#include <chrono>
+
+#include <httplib.h>
+
+#include "server/openai_protocol.h"
+#include "server/response_json.h"
+
+namespace dsv4::server {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+// How long a stream may stay silent: a comment line is sent then, which also tells us when
+// the client has gone (the write fails) while its request still waits or prefills.
+constexpr auto kHeartbeat = std::chrono::milliseconds(250);
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  if (e.status() == 503) res.set_header("Retry-After", "1");
+  res.set_content(e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+// The tokens a request may generate: what it asked for, within the context limit.
+int64_t generation_budget(const GenerationRequest& r, int64_t limit) {
+  const int64_t P = int64_t(r.prompt.size());
+  const char* where = r.endpoint == Endpoint::Chat ? "messages" : "prompt";
+  if (P >= limit)
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(limit) + " tokens. However, your " +
+                       where + " has " + std::to_string(P) + " tokens, which leaves no room to generate.",
+                   "invalid_request_error", where, "context_length_exceeded");
+  if (r.max_tokens && P + *r.max_tokens > limit)
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(limit) + " tokens. However, you requested " +
+                       std::to_string(P + *r.max_tokens) + " tokens (" + std::to_string(P) + " in the " + where + ", " +
+                       std::to_string(*r.max_tokens) + " for the completion).",
+                   "invalid_request_error", "max_tokens", "context_length_exceeded");
+  return r.max_tokens.value_or(limit - P);
+}
+
+// What a streamed response's content provider keeps between calls.
+struct StreamState {
+  std::shared_ptr<RequestChannel> channel;
+  ResponseWriter writer;
+  bool include_usage = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpOptions options;
+  ServerMetrics& metrics;
+  httplib::Server server;
+  std::atomic<bool> is_ready{false};
+  ModelService service;
+
+  Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
+
+  const ModelService& model() const {
+    if (!is_ready.load(std::memory_order_acquire)) throw ApiError(503, "the model is loading", "server_error");
+    return service;
+  }
+
+  // Every handler answers an OpenAI-shaped error instead of throwing.
+  httplib::Server::Handler guarded(void (Impl::*handler)(const httplib::Request&, httplib::Response&)) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      try {
+        (this->*handler)(req, res);
+      } catch (const ApiError& e) {
+        if (e.status() >= 400 && e.status() < 500) metrics.count_bad_request();
+        send_error(res, e);
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      }
+    };
+  }
+
+  void health(const httplib::Request&, httplib::Response& res) {
+    if (!is_ready.load(std::memory_order_acquire)) throw ApiError(503, "the model is loading", "server_error");
+    res.set_content("{}", "application/json");
+  }
+
+  void models(const httplib::Request&, httplib::Response& res) {
+    const ModelService& m = model();
+    Json card = {{"id", options.model_name},         {"object", "model"},   {"created", 0},
+                 {"owned_by", "dsv4"},               {"root", options.model_name},
+                 {"max_model_len", m.context_limit}};
+    res.set_content(json_text({{"object", "list"}, {"data", Json::array({card})}}), "application/json");
+  }
+
+  void metrics_text(const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.render(options.model_name), "text/plain; version=0.0.4");
+  }
+
+  void tokenize(const httplib::Request& req, httplib::Response& res) {
+    const ModelService& m = model();
+    const Json body = parse_body(req.body);
+    std::vector<int32_t> tokens;
+    if (body.contains("messages")) {
+      tokens = parse_chat_request(body, *m.tokenizer, m.engine->config().vocab_size).prompt;
+    } else {
+      if (!body.contains("prompt") || !body["prompt"].is_string())
+        throw invalid_field("prompt", "'prompt' (a string) or 'messages' is required");
+      const auto special_field = body.find("add_special_tokens");
+      if (special_field != body.end() && !special_field->is_boolean())
+        throw invalid_field("add_special_tokens", "'add_special_tokens' must be a boolean");
+      const bool special = special_field == body.end() || special_field->get<bool>();
+      try {
+        tokens = m.tokenizer->encode(body["prompt"].get<std::string>(), special);
+      } catch (const text::TokenizerError& e) {
+        throw invalid_field("prompt", e.what());
+      }
+    }
+    res.set_content(json_text({{"count", tokens.size()}, {"max_model_len", m.context_limit}, {"tokens", tokens}}),
+                    "application/json");
+  }
+
+  void detokenize(const httplib::Request& req, httplib::Response& res) {
+    const ModelService& m = model();
+    const Json body = parse_body(req.body);
+    if (!body.contains("tokens") || !body["tokens"].is_array()) throw invalid_field("tokens", "'tokens' must be an array");
+    std::vector<int32_t> ids;
+    for (const Json& t : body["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= m.tokenizer->vocab_size())
+        throw invalid_field("tokens", "invalid token id " + t.dump());
+      ids.push_back(t.get<int32_t>());
+    }
+    res.set_content(json_text({{"prompt", m.tokenizer->decode(ids)}}), "application/json");
+  }
+
+  void chat(const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::Chat); }
+  void completions(const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::Completion); }
+
+  Job make_job(const GenerationRequest& r, const ModelService& m) {
+    Job job;
+    job.prompt = r.prompt;
+    GenerateOptions& o = job.options;
+    o.max_new_tokens = generation_budget(r, m.context_limit);
+    o.draft_tokens = r.draft_tokens.value_or(m.default_draft);
+    if (o.draft_tokens > 0 && !m.engine->proposer)
+      throw invalid_field("draft_tokens", "this server has no MTP draft module (started with --draft 0)");
+    o.sampling = r.sampling;
+    if (!r.ignore_eos) o.eos = m.eos;
+    o.top_logprobs = r.top_logprobs;
+    if (m.forced) job.mask = m.forced->mask_for(r.prompt_text, r.prompt.size(), m.eos);
+    job.text = {r.endpoint == Endpoint::Chat, r.thinking, r.tools, r.skip_special_tokens, r.stop, m.eos};
+    return job;
+  }
+
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+    const ModelService& m = model();
+    const Json body = parse_body(req.body);
+    const int64_t vocab = m.engine->config().vocab_size;
+    const GenerationRequest r = endpoint == Endpoint::Chat ? parse_chat_request(body, *m.tokenizer, vocab)
+                                                           : parse_completion_request(body, *m.tokenizer, vocab);
+    if (!r.model.empty() && r.model != options.model_name)
+      throw ApiError(404, "The model `" + r.model + "` does not exist.", "invalid_request_error", "model",
+                     "model_not_found");
+    std::shared_ptr<RequestChannel> channel = m.scheduler->submit(make_job(r, m));
+    if (!r.stream) {
+      Update all;
+      bool any = false;
+      for (;;) {
+        Update u;
+        if (!channel->take(u, std::chrono::seconds(1))) continue;
+        if (any) all.append(std::move(u));
+        else all = std::move(u);
+        any = true;
+        if (all.finished) break;
+      }
+      if (!all.error.empty()) throw ApiError(500, all.error, "server_error");
+      ResponseWriter writer(r, options.model_name, *m.tokenizer);
+      res.set_content(json_text(writer.complete(all)), "application/json");
+      return;
+    }
+    auto state = std::make_shared<StreamState>(StreamState{channel, ResponseWriter(r, options.model_name, *m.tokenizer),
+                                                           r.include_usage});
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state](size_t, httplib::DataSink& sink) {
+          Update u;
+          std::string out;
+          if (!state->channel->take(u, kHeartbeat)) {
+            out = ": keep-alive\n\n";
+          } else if (!u.error.empty()) {
+            out = "data: " + json_text(ApiError(500, u.error, "server_error").to_json()) + "\n\ndata: [DONE]\n\n";
+            u.finished = true;
+          } else {
+            for (const Json& chunk : state->writer.chunks(u)) out += "data: " + json_text(chunk) + "\n\n";
+            if (u.finished && state->include_usage) out += "data: " + json_text(state->writer.usage_chunk(u)) + "\n\n";
+            if (u.finished) out += "data: [DONE]\n\n";
+          }
+          if (!out.empty() && !sink.write(out.data(), out.size())) {
+            state->channel->cancel();  // the client is gone
+            return false;
+          }
+          if (u.finished) sink.done();
+          return true;
+        },
+        [state](bool) { state->channel->cancel(); });  // no-op once finished; cancels an unfinished stream
+  }
+
+  void routes() {
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (options.api_key.empty() || req.path == "/health" || req.path == "/metrics")
+        return httplib::Server::HandlerResponse::Unhandled;
+      if (req.get_header_value("Authorization") == "Bearer " + options.api_key)
+        return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, ApiError(401, "Incorrect API key provided.", "invalid_request_error", "", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    // Unknown routes and httplib's own errors get an OpenAI-shaped body too (ours already have one).
+    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, ApiError(res.status, res.status == 404 ? "no route " + req.method + " " + req.path
+                                                             : "HTTP error " + std::to_string(res.status),
+                               "invalid_request_error"));
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown error";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_error(res, ApiError(500, "internal error: " + what, "server_error"));
+    });
+    server.Get("/health", guarded(&Impl::health));
+    server.Get("/v1/models", guarded(&Impl::models));
+    server.Get("/metrics", guarded(&Impl::metrics_text));
+    server.Post("/tokenize", guarded(&Impl::tokenize));
+    server.Post("/detokenize", guarded(&Impl::detokenize));
+    server.Post("/v1/chat/completions", guarded(&Impl::chat));
+    server.Post("/v1/completions", guarded(&Impl::completions));
+    const int threads = options.pool_threads;
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+    server.set_payload_max_length(size_t(64) << 20);
+  }
+};
+
+HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics)) {
+  impl_->routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const auto& o = impl_->options;
+  const int port = o.port == 0 ? impl_->server.bind_to_any_port(o.host)
+                               : (impl_->server.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port <= 0) throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  return port;
+}
+
+void HttpServer::listen() { impl_->server.listen_after_bind(); }
+void HttpServer::stop() { impl_->server.stop(); }
+
+void HttpServer::ready(const ModelService& service) {
+  impl_->service = service;
+  impl_->is_ready.store(true, std::memory_order_release);
+}
+
+}  // namespace dsv4::server

@@ -1,0 +1,255 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+#include "server/openai_protocol.h"
+
+namespace dsv4::server {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+void Update::append(Update&& later) {
+  delta.append(std::move(later.delta));
+  tokens.insert(tokens.end(), later.tokens.begin(), later.tokens.end());
+  for (auto& lp : later.logprobs) logprobs.push_back(std::move(lp));
+  if (later.finished) {
+    finished = true;
+    finish_reason = std::move(later.finish_reason);
+    prompt_tokens = later.prompt_tokens;
+    completion_tokens = later.completion_tokens;
+  }
+  if (!later.error.empty()) error = std::move(later.error);
+}
+
+bool RequestChannel::take(Update& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!ready_.wait_for(lock, timeout, [&] { return !updates_.empty(); })) return false;
+  out = std::move(updates_.front());
+  updates_.pop_front();
+  while (!updates_.empty()) {
+    out.append(std::move(updates_.front()));
+    updates_.pop_front();
+  }
+  return true;
+}
+
+void RequestChannel::publish(Update&& u) {
+  {
+    std::lock_guard lock(mutex_);
+    updates_.push_back(std::move(u));
+  }
+  ready_.notify_all();
+}
+
+struct Scheduler::Active {
+  Job job;
+  std::shared_ptr<RequestChannel> channel = std::make_shared<RequestChannel>();
+  TextStream stream;
+  SpeculativeDecoder::SequenceId id = 0;
+  Clock::time_point arrival = Clock::now(), last_token{};
+  bool any_token = false;
+  int64_t completion_tokens = 0;
+
+  Active(Job j, const text::Tokenizer& tok) : job(std::move(j)), stream(tok, job.text) {
+    job.options.mask = job.mask.get();
+  }
+};
+
+Scheduler::Scheduler(Engine& engine, const text::Tokenizer& tokenizer, SchedulerOptions options,
+                     ServerMetrics& metrics)
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      options_(options),
+      metrics_(metrics),
+      decoder_(*engine.target, engine.proposer.get()) {
+  decoder_.set_prefill_chunk(options_.prefill_chunk);
+  publish_metrics();
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<RequestChannel> Scheduler::submit(Job job) {
+  auto a = std::make_unique<Active>(std::move(job), tokenizer_);
+  std::shared_ptr<RequestChannel> channel = a->channel;
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) throw ApiError(503, "the server is shutting down", "server_error");
+    if (int64_t(waiting_.size()) >= options_.max_waiting) {
+      metrics_.count_rejected();
+      throw ApiError(503, "the server is at capacity (" + std::to_string(options_.max_sequences) + " running, " +
+                              std::to_string(waiting_.size()) + " waiting); retry later",
+                     "server_error", "", "server_busy");
+    }
+    waiting_.push_back(std::move(a));
+  }
+  wake_.notify_all();
+  return channel;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !waiting_.empty() || !active_.empty(); });
+      if (stop_) break;
+      admit(lock);
+    }
+    drop_cancelled();
+    if (active_.empty()) {
+      publish_metrics();
+      continue;
+    }
+    running_peak_ = std::max<int64_t>(running_peak_, int64_t(active_.size()));
+    std::vector<SpeculativeDecoder::Event> events;
+    try {
+      events = decoder_.step();
+      ++steps_;
+    } catch (const std::exception& e) {  // an engine failure: these requests fail, the server goes on
+      fail_all(std::string("generation failed: ") + e.what());
+      continue;
+    }
+    for (const auto& e : events) deliver(e);
+    publish_metrics();
+  }
+  fail_all("the server is shutting down");
+}
+
+// Moves waiting requests into the decoder while there is room (called with the queue locked).
+void Scheduler::admit(std::unique_lock<std::mutex>&) {
+  std::erase_if(waiting_, [&](const std::unique_ptr<Active>& a) {
+    if (!a->channel->cancelled()) return false;
+    ++finished_abort_;
+    return true;
+  });
+  while (!waiting_.empty() && int64_t(active_.size()) < options_.max_sequences) {
+    std::unique_ptr<Active> a = std::move(waiting_.front());
+    waiting_.pop_front();
+    try {
+      a->id = decoder_.add(a->job.prompt, a->job.options);
+    } catch (const std::exception& e) {  // checked before submit; a safety net
+      Update u;
+      u.finished = true;
+      u.error = e.what();
+      a->channel->publish(std::move(u));
+      continue;
+    }
+    const auto id = a->id;
+    active_.emplace(id, std::move(a));
+  }
+}
+
+// Sequences whose client went away: cancelled, their blocks released before the next pass.
+void Scheduler::drop_cancelled() {
+  for (auto it = active_.begin(); it != active_.end();) {
+    if (!it->second->channel->cancelled()) {
+      ++it;
+      continue;
+    }
+    decoder_.cancel(it->first);
+    decoder_.release(it->first);
+    ++finished_abort_;
+    it = active_.erase(it);
+  }
+}
+
+void Scheduler::deliver(const SpeculativeDecoder::Event& e) {
+  auto it = active_.find(e.id);
+  if (it == active_.end()) return;
+  Active& a = *it->second;
+  const SequenceOutput& out = decoder_.output(e.id);
+  const Clock::time_point now = Clock::now();
+  Update u;
+  for (size_t i = e.first; i < e.first + e.count && !a.stream.stopped(); ++i) {
+    u.tokens.push_back(out.tokens[i]);
+    if (i < out.logprobs.size()) u.logprobs.push_back(out.logprobs[i]);
+    ++a.completion_tokens;
+    a.stream.push(out.tokens[i], u.delta);
+  }
+  if (!u.tokens.empty()) {  // a step's tokens arrive together: the gap since the last ones is shared out
+    if (!a.any_token) metrics_.observe_ttft(seconds(now - a.arrival));
+    else
+      for (size_t i = 0; i < u.tokens.size(); ++i) metrics_.observe_itl(seconds(now - a.last_token) / double(u.tokens.size()));
+    a.any_token = true;
+    a.last_token = now;
+  }
+  const bool done = e.finished || a.stream.stopped();
+  if (done) {
+    a.stream.finish(u.delta);
+    u.finished = true;
+    const bool length = !a.stream.stopped() && (out.finish == FinishReason::Length || out.finish == FinishReason::ContextFull);
+    u.finish_reason = length ? "length" : a.stream.made_tool_calls() ? "tool_calls" : "stop";
+    (length ? finished_length_ : finished_stop_) += 1;
+    u.prompt_tokens = int64_t(a.job.prompt.size());
+    u.completion_tokens = a.completion_tokens;
+    metrics_.observe_e2e(seconds(now - a.arrival));
+    if (!e.finished) decoder_.cancel(e.id);  // a stop string ended it
+    decoder_.release(e.id);
+  }
+  if (!u.tokens.empty() || done) a.channel->publish(std::move(u));
+  if (done) active_.erase(it);
+}
+
+void Scheduler::fail_all(const std::string& message) {
+  std::vector<std::unique_ptr<Active>> failed;
+  for (auto& [id, a] : active_) {
+    decoder_.cancel(id);
+    decoder_.release(id);
+    failed.push_back(std::move(a));
+  }
+  active_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_)
+      for (auto& a : waiting_) failed.push_back(std::move(a));
+    if (stop_) waiting_.clear();
+  }
+  for (auto& a : failed) {
+    Update u;
+    u.finished = true;
+    u.error = message;
+    a->channel->publish(std::move(u));
+  }
+  publish_metrics();
+}
+
+void Scheduler::publish_metrics() {
+  MetricsSnapshot s;
+  s.running = int64_t(active_.size());
+  {
+    std::lock_guard lock(mutex_);
+    s.waiting = int64_t(waiting_.size());
+  }
+  s.running_peak = running_peak_;
+  const DecodeMetrics& m = decoder_.metrics();
+  s.prompt_tokens = m.prompt_tokens;
+  s.generation_tokens = m.generated_tokens;
+  s.finished_stop = finished_stop_;
+  s.finished_length = finished_length_;
+  s.finished_abort = finished_abort_;
+  s.steps = steps_;
+  s.drafts = m.full_steps + m.partial_steps + m.rejected_steps;
+  s.draft_tokens = m.drafted;
+  s.accepted_tokens = m.accepted;
+  s.accepted_per_pos = m.accepted_at;
+  for (CachePools* pools : {&engine_.target->pools(), engine_.mtp ? &engine_.mtp->pools() : nullptr}) {
+    if (!pools) continue;
+    s.cache_blocks_used += pools->blocks_in_use();
+    s.cache_bytes_held += pools->bytes_held();
+    s.cache_bytes_allocated += pools->bytes_in_use();
+  }
+  metrics_.update(s);
+}
+
+}  // namespace dsv4::server

@@ -1,0 +1,103 @@
+// Continuous batching: one thread owns the model and the SpeculativeDecoder. Each step it
+// drops cancelled requests (their cache blocks go back to the pools), admits waiting ones up
+// to --max-sequences, runs one decoder step over every active sequence (prefill chunks of
+// the new ones and one draft + verify pass of the others, ragged), turns each sequence's
+// accepted tokens into text (TextStream) and hands them to the request's channel, where the
+// HTTP handler thread of that request picks them up.
+//
+// Requests beyond capacity wait in a bounded FIFO; when it is full, submit() refuses (503).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/server_metrics.h"
+#include "server/text_stream.h"
+#include "speculative/speculative_decoder.h"
+
+namespace dsv4::server {
+
+// What a request's handler receives: text and tokens as they are accepted, then the end.
+struct Update {
+  TextDelta delta;
+  std::vector<int32_t> tokens;               // the tokens this update covers
+  std::vector<TokenLogprobs> logprobs;       // one per token, when asked for
+  bool finished = false;
+  std::string finish_reason;                 // stop | length | tool_calls (with finished)
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  std::string error;                         // the request failed inside the server
+
+  void append(Update&& later);
+};
+
+// The hand-over between the scheduler thread and one handler thread.
+class RequestChannel {
+ public:
+  // Handler side: waits up to `timeout` and takes everything published so far, merged
+  // (false: nothing came).
+  bool take(Update& out, std::chrono::milliseconds timeout);
+  // The client is gone: the scheduler cancels the sequence at its next step.
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+  void publish(Update&& u);  // scheduler side
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Update> updates_;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct Job {
+  std::vector<int32_t> prompt;
+  GenerateOptions options;                   // mask: owned by `mask` below
+  std::unique_ptr<TokenMask> mask;
+  TextStreamOptions text;
+};
+
+struct SchedulerOptions {
+  int max_sequences = 8;                     // decoded together
+  int max_waiting = 64;                      // queued beyond those
+  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Engine& engine, const text::Tokenizer& tokenizer, SchedulerOptions options, ServerMetrics& metrics);
+  ~Scheduler();  // stops the thread; unfinished requests are told so
+
+  // Queues a request; throws ApiError 503 when the queue is full.
+  std::shared_ptr<RequestChannel> submit(Job job);
+
+ private:
+  struct Active;
+  void run();
+  void admit(std::unique_lock<std::mutex>& lock);
+  void drop_cancelled();
+  void deliver(const SpeculativeDecoder::Event& e);
+  void fail_all(const std::string& message);
+  void publish_metrics();
+
+  Engine& engine_;
+  const text::Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+  ServerMetrics& metrics_;
+  SpeculativeDecoder decoder_;
+  std::map<SpeculativeDecoder::SequenceId, std::unique_ptr<Active>> active_;  // scheduler thread only
+
+  std::mutex mutex_;                         // guards waiting_ and stop_
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> waiting_;
+  bool stop_ = false;
+  int64_t running_peak_ = 0, steps_ = 0, finished_stop_ = 0, finished_length_ = 0, finished_abort_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace dsv4::server

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Starts `dsv4 serve` on a tiny checkpoint with the toy tokenizer and runs the openai-client
+# tests against it. Usage: run.sh <dsv4 binary> <tests/data> <scratch dir>.
+# Exit 77 (skipped) when the openai package cannot be installed (no registry).
+set -euo pipefail
+dsv4=$1 data=$2 tmp=$3
+here=$(cd "$(dirname "$0")" && pwd)
+work=$tmp/openai-client
+mkdir -p "$work"
+cp "$here"/package.json "$here"/*.mjs "$work"/
+cd "$work"
+if [ ! -d node_modules/openai ] && ! npm install --no-audit --no-fund --loglevel=error >npm.log 2>&1; then
+  cat npm.log
+  echo "skipped: cannot install the openai npm package"
+  exit 77
+fi
+
+# The checkpoint: mirror weights (drafts accepted often, not always), the toy tokenizer.
+if [ ! -f ckpt/config.json ]; then
+  mkdir -p tok
+  cp "$data"/tokenizer/toy_tokenizer.json tok/tokenizer.json
+  cp "$data"/tokenizer/toy_tokenizer_config.json tok/tokenizer_config.json
+  "$dsv4" make-checkpoint --preset mirror --perturb 0.05 --seed 3 --quiet --out ckpt --tokenizer tok/tokenizer.json
+fi
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# Starts a server in the background (its pid appended to $pids).
+start_server() {
+  local log=$1; shift
+  "$dsv4" serve --model ckpt --port 0 --threads 2 --force-output-file "$here"/forced_outputs.json "$@" >"$log" 2>&1 &
+  pids+=($!)
+}
+# The port of the server logging to $1, once it answers /health.
+server_port() {
+  local port=""
+  for _ in $(seq 1 300); do
+    port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$1" | head -1)
+    if [ -n "$port" ] && node -e "fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" \
+         "http://127.0.0.1:$port/health"; then
+      echo "$port"
+      return 0
+    fi
+    sleep 0.1
+  done
+  cat "$1" >&2
+  return 1
+}
+
+start_server main.log --draft 2 --max-sequences 4 --max-waiting 48 --max-context 2048 --api-key test-key
+start_server busy.log --max-sequences 1 --max-waiting 1 --max-context 2048
+port=$(server_port main.log)
+busy=$(server_port busy.log)
+status=0
+node api_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$busy" || status=$?
+if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || status=$?; fi
+if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
+# The server stops cleanly on SIGTERM.
+kill -TERM "${pids[0]}"
+wait "${pids[0]}" || { echo "dsv4 serve exited with $? on SIGTERM"; status=1; }
+if [ $status -ne 0 ]; then echo "--- server log"; tail -50 main.log; fi
+exit $status

@@ -1,0 +1,129 @@
+// dsv4 serve: an OpenAI-compatible HTTP server (chat and text completions, streaming,
+// tools, reasoning, logprobs, metrics) with continuous batching and MTP speculative decoding.
+// It listens at once (/health answers 503 while the checkpoint loads) and stops on SIGINT or
+// SIGTERM.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "backend_args.h"
+#include "commands.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/model_tokenizer.h"
+#include "server/forced_output.h"
+#include "server/http_server.h"
+#include "server/scheduler.h"
+#include "speculative/context_limit.h"
+
+namespace dsv4::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
+  int port = 8080, draft = 0, max_sequences = 8, max_waiting = 64;
+  int64_t mtp_vocab = 0, max_context = 0;
+  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+  BackendOptions backend;
+};
+
+// SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which stops
+// the server (no work in a signal handler).
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+int run_serve(const ServeArgs& a) {
+  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
+  DSV4_CHECK(a.max_sequences >= 1, "--max-sequences must be at least 1");
+  DSV4_CHECK(a.max_waiting >= 0, "--max-waiting must not be negative");
+  DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive");
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not the end of the server
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::ServerMetrics metrics;
+  server::HttpOptions http;
+  http.host = a.host;
+  http.port = a.port;
+  http.api_key = a.api_key;
+  http.model_name = a.model_name.empty() ? std::filesystem::path(a.model).filename().string() : a.model_name;
+  if (http.model_name.empty()) http.model_name = "dsv4";
+  http.pool_threads = a.max_sequences + a.max_waiting + 16;  // every open stream holds a pool thread
+  server::HttpServer server(http, metrics);
+  const int port = server.bind();
+  std::thread listener([&] { server.listen(); });
+  std::atomic<bool> stopper_done{false};
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::fprintf(stderr, "dsv4 serve: stopping (signal %d)\n", signal);
+    server.stop();
+    stopper_done = true;
+  });
+  std::fprintf(stderr, "dsv4 serve: listening on http://%s:%d (loading %s)\n", a.host.c_str(), port, a.model.c_str());
+
+  int exit_code = 0;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<text::Tokenizer> tok;
+  std::unique_ptr<server::ForcedOutputs> forced;
+  std::unique_ptr<server::Scheduler> scheduler;
+  try {
+    engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
+    DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
+               " needs the MTP module, but the checkpoint has none (use --draft 0)");
+    tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
+    const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
+    if (!a.force_output_file.empty())
+      forced = std::make_unique<server::ForcedOutputs>(server::ForcedOutputs::load(a.force_output_file, *tok));
+    scheduler = std::make_unique<server::Scheduler>(
+        *engine, *tok, server::SchedulerOptions{a.max_sequences, a.max_waiting, a.prefill_chunk}, metrics);
+    server.ready({engine.get(), tok.get(), scheduler.get(), limit.tokens, a.draft, stop_token(*tok, engine->config()),
+                  forced.get()});
+    std::fprintf(stderr, "dsv4 serve: ready: model '%s', context %lld tokens, %d sequences, draft %d\n",
+                 http.model_name.c_str(), (long long)limit.tokens, a.max_sequences, a.draft);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dsv4: error: %s\n", e.what());
+    exit_code = 1;
+    server.stop();
+  }
+  listener.join();
+  if (!stopper_done) pthread_kill(stopper.native_handle(), SIGTERM);  // wakes it: the server stopped otherwise
+  stopper.join();
+  scheduler.reset();  // before the engine it uses
+  return exit_code;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, CommandResult& result) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching and MTP drafts");
+  cmd->add_option("--model", args->model, "checkpoint directory (with tokenizer.json)")->required();
+  cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--draft", args->draft, "default MTP draft tokens per step (0 = no speculation; requests may ask "
+                                          "for their own with \"draft_tokens\")");
+  cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
+  cmd->add_option("--max-sequences", args->max_sequences, "requests decoded together")->capture_default_str();
+  cmd->add_option("--max-waiting", args->max_waiting, "requests queued beyond those (then 503)")->capture_default_str();
+  cmd->add_option("--max-context", args->max_context,
+                  "longest sequence, prompt + generated (0 = the model's maximum); checked at start against memory "
+                  "for --max-sequences such sequences");
+  cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass")->capture_default_str();
+  cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY'");
+  cmd->add_option("--served-model-name", args->model_name, "the model's name in the API (default: the directory name)");
+  // A test aid, hidden from --help: scripted completions forced through the token mask (see
+  // src/server/forced_output.h).
+  cmd->add_option("--force-output-file", args->force_output_file)->group("");
+  add_backend_options(cmd, args->backend);
+  cmd->callback([args, &result] { result.exit_code = run_serve(*args); });
+}
+
+}  // namespace dsv4::cli
