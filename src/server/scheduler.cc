@@ -165,6 +165,23 @@ void Scheduler::drop_cancelled() {
 }
 
 void Scheduler::deliver(const SpeculativeDecoder::Event& e) {
+  try {
+    deliver_tokens(e);
+  } catch (const std::exception& ex) {  // this request fails; the others go on
+    auto it = active_.find(e.id);
+    if (it == active_.end()) return;
+    Update u;
+    u.finished = true;
+    u.error = std::string("generation failed: ") + ex.what();
+    it->second->channel->publish(std::move(u));
+    decoder_.cancel(e.id);
+    decoder_.release(e.id);
+    ++finished_abort_;
+    active_.erase(it);
+  }
+}
+
+void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
   auto it = active_.find(e.id);
   if (it == active_.end()) return;
   Active& a = *it->second;

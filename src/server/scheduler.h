@@ -81,7 +81,8 @@ class Scheduler {
   void run();
   void admit(std::unique_lock<std::mutex>& lock);
   void drop_cancelled();
-  void deliver(const SpeculativeDecoder::Event& e);
+  void deliver(const SpeculativeDecoder::Event& e);  // deliver_tokens(), failing only this request on error
+  void deliver_tokens(const SpeculativeDecoder::Event& e);
   void fail_all(const std::string& message);
   void publish_metrics();
 

@@ -64,7 +64,14 @@ TextStream::TextStream(const text::Tokenizer& tokenizer, TextStreamOptions optio
 bool TextStream::push(int32_t token, TextDelta& out) {
   if (stopped_) return false;
   if (options_.eos && token == *options_.eos) return true;
-  const std::string piece = decoder_.push(token);
+  std::string piece;
+  try {
+    piece = decoder_.push(token);
+  } catch (const text::TokenizerError&) {
+    // An id of the model's vocabulary the tokenizer does not have (the padding rows of a
+    // vocabulary rounded up): it has no text. Its id still reaches the client (tokens, logprobs).
+    return true;
+  }
   if (piece.empty()) return true;
   MarkerScanner::Result r = stops_.push(piece);
   route(std::move(r.safe), out);

@@ -84,6 +84,23 @@ TEST(TextStream, MultiByteCharactersAreNeverSplit) {
   EXPECT_EQ(d.content, "héllo ✓ wörld ");
 }
 
+// A model's vocabulary is often rounded up past the tokenizer's: those ids have no text (and
+// must not bring the server down).
+TEST(TextStream, IdsTheTokenizerDoesNotHaveAddNoText) {
+  TextStream stream(toy(), TextStreamOptions{});
+  TextDelta all;
+  const std::vector<int32_t> ids = toy().encode("ab", false);
+  for (int32_t t : {ids[0], toy().vocab_size() + 5, ids[1], 67332}) {
+    TextDelta d;
+    EXPECT_TRUE(stream.push(t, d)) << t;
+    all.append(std::move(d));
+  }
+  TextDelta d;
+  stream.finish(d);
+  all.append(std::move(d));
+  EXPECT_EQ(all.content, "ab");
+}
+
 TEST(TextStream, ThinkingModeSplitsReasoningFromContent) {
   TextStreamOptions o;
   o.chat = true;

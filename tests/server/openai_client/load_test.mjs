@@ -11,7 +11,7 @@ const [base] = process.argv.slice(2);
 const clients = Number(process.env.DSV4_SERVER_LOAD_CLIENTS ?? 16);
 const api = client(base);
 const model = (await api.models.list()).data[0].id;
-const random = rng(11);
+const random = rng(Number(process.env.DSV4_SERVER_LOAD_SEED ?? 11));  // (other seeds: other mixes)
 const prompts = [5, 14, 26, 37].map((n) => Array.from({ length: n }, () => 1 + Math.floor(random() * 300)));
 const LONGEST = 24;
 const BAD = [
