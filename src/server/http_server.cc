@@ -48,6 +48,31 @@ struct StreamState {
   bool include_usage = false;
 };
 
+// A non-streamed request that runs longer than this is answered in chunks (see answer_whole).
+constexpr auto kWholeWait = std::chrono::milliseconds(500);
+
+// What a non-streamed response keeps while its request runs.
+struct WholeState {
+  std::shared_ptr<RequestChannel> channel;
+  ResponseWriter writer;
+  Update all;
+  bool any = false;
+
+  // Takes what the request gained within `timeout` (false: nothing came).
+  bool add_from(RequestChannel& c, std::chrono::milliseconds timeout) {
+    Update u;
+    if (!c.take(u, timeout)) return false;
+    if (any) all.append(std::move(u));
+    else all = std::move(u);
+    any = true;
+    return true;
+  }
+  std::string body() {
+    if (!all.error.empty()) return json_text(ApiError(500, all.error, "server_error").to_json());
+    return json_text(writer.complete(all));
+  }
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -161,19 +186,7 @@ struct HttpServer::Impl {
                      "model_not_found");
     std::shared_ptr<RequestChannel> channel = m.scheduler->submit(make_job(r, m));
     if (!r.stream) {
-      Update all;
-      bool any = false;
-      for (;;) {
-        Update u;
-        if (!channel->take(u, std::chrono::seconds(1))) continue;
-        if (any) all.append(std::move(u));
-        else all = std::move(u);
-        any = true;
-        if (all.finished) break;
-      }
-      if (!all.error.empty()) throw ApiError(500, all.error, "server_error");
-      ResponseWriter writer(r, options.model_name, *m.tokenizer);
-      res.set_content(json_text(writer.complete(all)), "application/json");
+      answer_whole(r, m, std::move(channel), res);
       return;
     }
     auto state = std::make_shared<StreamState>(StreamState{channel, ResponseWriter(r, options.model_name, *m.tokenizer),
@@ -190,8 +203,14 @@ struct HttpServer::Impl {
             out = "data: " + json_text(ApiError(500, u.error, "server_error").to_json()) + "\n\ndata: [DONE]\n\n";
             u.finished = true;
           } else {
-            for (const Json& chunk : state->writer.chunks(u)) out += "data: " + json_text(chunk) + "\n\n";
-            if (u.finished && state->include_usage) out += "data: " + json_text(state->writer.usage_chunk(u)) + "\n\n";
+            try {  // (the provider runs outside the handler's exception handler: nothing may escape)
+              for (const Json& chunk : state->writer.chunks(u)) out += "data: " + json_text(chunk) + "\n\n";
+              if (u.finished && state->include_usage) out += "data: " + json_text(state->writer.usage_chunk(u)) + "\n\n";
+            } catch (const std::exception& e) {
+              out = "data: " + json_text(ApiError(500, e.what(), "server_error").to_json()) + "\n\n";
+              state->channel->cancel();
+              u.finished = true;
+            }
             if (u.finished) out += "data: [DONE]\n\n";
           }
           if (!out.empty() && !sink.write(out.data(), out.size())) {
@@ -202,6 +221,41 @@ struct HttpServer::Impl {
           return true;
         },
         [state](bool) { state->channel->cancel(); });  // no-op once finished; cancels an unfinished stream
+  }
+
+  // A non-streamed answer. A request that finishes within kWholeWait gets a plain response;
+  // a longer one is answered in chunks: whitespace (valid before JSON) every kHeartbeat while
+  // it runs — a write that fails means the client has gone, and its sequence is cancelled —
+  // then the JSON. (Past that point an internal failure can only be an error body, status 200.)
+  void answer_whole(const GenerationRequest& r, const ModelService& m, std::shared_ptr<RequestChannel> channel,
+                    httplib::Response& res) {
+    auto state = std::make_shared<WholeState>(WholeState{channel, ResponseWriter(r, options.model_name, *m.tokenizer), {}, false});
+    const auto until = std::chrono::steady_clock::now() + kWholeWait;
+    while (!state->all.finished && std::chrono::steady_clock::now() < until) state->add_from(*channel, kHeartbeat);
+    if (state->all.finished) {
+      if (!state->all.error.empty()) throw ApiError(500, state->all.error, "server_error");
+      res.set_content(state->body(), "application/json");
+      return;
+    }
+    res.set_chunked_content_provider(
+        "application/json",
+        [state](size_t, httplib::DataSink& sink) {
+          std::string out = " ";
+          if (state->add_from(*state->channel, kHeartbeat) && state->all.finished) {
+            try {  // (the provider runs outside the handler's exception handler: nothing may escape)
+              out = state->body();
+            } catch (const std::exception& e) {
+              out = json_text(ApiError(500, e.what(), "server_error").to_json());
+            }
+          }
+          if (!sink.write(out.data(), out.size())) {
+            state->channel->cancel();  // the client is gone
+            return false;
+          }
+          if (state->all.finished) sink.done();
+          return true;
+        },
+        [state](bool) { state->channel->cancel(); });  // no-op once finished
   }
 
   void routes() {

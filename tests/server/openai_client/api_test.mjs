@@ -4,8 +4,9 @@
 // stream aborted by the client (its sequence cancelled, its cache blocks returned).
 // Usage: node api_test.mjs <server> <server with one slot and a queue of one>
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import OpenAI from 'openai';
-import { client, completionTokens, metrics, runTests, waitForMetrics } from './common.mjs';
+import { API_KEY, client, completionTokens, metrics, runTests, waitForMetrics } from './common.mjs';
 
 const [base, busyBase] = process.argv.slice(2);
 const api = client(base);
@@ -206,5 +207,39 @@ await runTests([
     assert.ok(m.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] >
               (before.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0));
     assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 400);
+  }],
+  ['a long non-streamed request is answered in chunks: whitespace while it runs, then the JSON', async () => {
+    const body = { model, prompt: [1, 2, 3], max_tokens: 2000, ignore_eos: true, temperature: 0 };
+    const res = await fetch(`${base}/v1/completions`, {
+      method: 'POST', body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('transfer-encoding'), 'chunked', 'the long request took the chunked path');
+    const text = await res.text();
+    assert.match(text, /^ +\{/, 'heartbeat whitespace, then the object');
+    assert.equal(JSON.parse(text).usage.completion_tokens, 2000);  // (JSON.parse is what the SDK uses)
+  }],
+  ['a non-streamed request whose client goes away is cancelled and its blocks returned', async () => {
+    // A client that closes its connection (node:http's destroy(): fetch, once aborted, may keep
+    // reading the body to reuse the connection, and then the server cannot tell).
+    const before = await metrics(base);
+    const body = JSON.stringify({ model, prompt: [4, 5, 6], max_tokens: 1900, ignore_eos: true, temperature: 0 });
+    await new Promise((resolve) => {
+      const req = http.request(`${base}/v1/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+      }, (res) => res.resume());
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      req.end(body);
+      setTimeout(() => req.destroy(), 900);
+    });
+    const m = await waitForMetrics(base, (x) => x.sum('vllm:num_requests_running') === 0 &&
+                                                 x.sum('dsv4:cache_blocks_used') === 0,
+                                   'the abandoned sequence released');
+    const aborts = (x) => x.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0;
+    assert.ok(aborts(m) > aborts(before), 'counted as aborted');
+    assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 1900,
+              'it did not run to its end');
   }],
 ]);
