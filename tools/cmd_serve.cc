@@ -3,6 +3,7 @@
 // It listens at once (/health answers 503 while the checkpoint loads) and stops on SIGINT or
 // SIGTERM.
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -24,7 +25,7 @@ namespace {
 struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, draft = 0, max_sequences = 8, max_waiting = 64;
-  int64_t mtp_vocab = 0, max_context = 0;
+  int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   BackendOptions backend;
 };
@@ -75,6 +76,7 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<server::ForcedOutputs> forced;
   std::unique_ptr<server::Scheduler> scheduler;
   try {
+    if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
     engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
     DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
                " needs the MTP module, but the checkpoint has none (use --draft 0)");
@@ -122,6 +124,7 @@ void register_serve(CLI::App& app, CommandResult& result) {
   // A test aid, hidden from --help: scripted completions forced through the token mask (see
   // src/server/forced_output.h).
   cmd->add_option("--force-output-file", args->force_output_file)->group("");
+  cmd->add_option("--load-delay-ms", args->load_delay_ms)->group("");  // test aid: a slow load, to see /health 503
   add_backend_options(cmd, args->backend);
   cmd->callback([args, &result] { result.exit_code = run_serve(*args); });
 }

@@ -49,6 +49,31 @@ server_port() {
   return 1
 }
 
+# While the checkpoint loads, /health answers 503 (an OpenAI-shaped error) and generation is
+# refused the same way; once loaded, 200.
+start_server loading.log --max-context 2048 --load-delay-ms 3000
+for _ in $(seq 1 100); do
+  loading=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' loading.log | head -1)
+  [ -n "$loading" ] && break
+  sleep 0.05
+done
+node --input-type=module -e '
+const [base] = process.argv.slice(1);
+const get = async (path, init) => { const r = await fetch(base + path, init); return [r.status, await r.json()]; };
+const [health, body] = await get("/health");
+const [gen] = await get("/v1/completions", { method: "POST", body: JSON.stringify({ prompt: [1, 2], max_tokens: 1 }),
+                                             headers: { "content-type": "application/json" } });
+if (health !== 503 || !body.error || !body.error.message || gen !== 503) {
+  console.error("while loading: /health", health, JSON.stringify(body), "completions", gen); process.exit(1);
+}
+for (let i = 0; i < 200; ++i) {
+  if ((await fetch(base + "/health")).status === 200) { console.log("ok   /health: 503 while loading, then 200"); process.exit(0); }
+  await new Promise((r) => setTimeout(r, 50));
+}
+console.error("never became ready"); process.exit(1);
+' "http://127.0.0.1:$loading" || { echo "--- loading server log"; cat loading.log; exit 1; }
+kill "${pids[0]}"; pids=()
+
 start_server main.log --draft 2 --max-sequences 4 --max-waiting 48 --max-context 2048 --api-key test-key
 start_server busy.log --max-sequences 1 --max-waiting 1 --max-context 2048
 port=$(server_port main.log)
