@@ -11,6 +11,7 @@
 
 #include "backend_args.h"
 #include "commands.h"
+#include "draft_setting.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
 #include "token_args.h"
@@ -62,14 +63,14 @@ class TurnPrinter {
 int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
-  DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft needs the MTP module, but the checkpoint has none");
+  const int draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
   const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, 1, a.prefill_chunk);
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
-  o.draft_tokens = a.draft;
+  o.draft_tokens = draft;
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   o.eos = stop_token(tok, engine->config());
 
@@ -155,8 +156,8 @@ int run_chat(const ChatArgs& a) {
   }
   std::printf("\n%d turns, %lld tokens generated, %lld prompt tokens prefilled, decode %.2f tokens/s\n", turns,
               (long long)total.generated_tokens, (long long)total.prefill_rows, total.decode_tokens_per_s());
-  if (a.draft > 0) {
-    std::printf("speculative decoding (k = %d): drafted %lld, accepted %lld (%.3f); by position:", a.draft,
+  if (draft > 0) {
+    std::printf("speculative decoding (k = %d): drafted %lld, accepted %lld (%.3f); by position:", draft,
                 (long long)total.drafted, (long long)total.accepted, total.acceptance_rate());
     for (double r : total.acceptance_by_position()) std::printf(" %.3f", r);
     std::printf("; mean accepted length %.2f\n", total.mean_accepted_length());

@@ -6,6 +6,7 @@
 
 #include "backend_args.h"
 #include "commands.h"
+#include "draft_setting.h"
 #include "speculative/context_limit.h"
 #include "core/error.h"
 #include "generate_text.h"
@@ -39,11 +40,10 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
   const ModelConfig& c = engine->config();
-  DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
-             " needs the MTP module, but the checkpoint has none (use --draft 0)");
+  const int draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
-  o.draft_tokens = a.draft;
+  o.draft_tokens = draft;
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   DSV4_CHECK(a.temperature >= 0, "--temperature must be >= 0");
   DSV4_CHECK(a.top_p > 0 && a.top_p <= 1, "--top-p must be in (0, 1]");
@@ -77,13 +77,13 @@ int run_generate(const GenerateArgs& a) {
     nlohmann::json j;
     if (outputs.size() == 1) j["tokens"] = outputs[0].tokens;
     else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
-    add_metrics(j, m, a.draft);
+    add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   for (auto& s : outputs) std::printf("%s\n", join_tokens(s.tokens).c_str());
-  std::fprintf(stderr, "%s\n", metrics_line(m, a.draft).c_str());
+  std::fprintf(stderr, "%s\n", metrics_line(m, draft).c_str());
   return 0;
 }
 

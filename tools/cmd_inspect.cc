@@ -34,7 +34,8 @@ void register_inspect(CLI::App& app, CommandResult& result) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Summarize a checkpoint directory (dtypes, layer kinds, hash layers, MTP) and list every missing, "
+      "Summarize a checkpoint directory (dtypes, layer kinds, hash layers, MTP, naming family, the encoding of "
+      "each module group and the bytes a decode step reads per token under it) and list every missing, "
       "unexpected, mis-shaped or mis-typed tensor. Reads headers only. Exit 0: complete; 1: incomplete or "
       "inconsistent; 2: cannot be opened.");
   cmd->add_option("dir", args->dir, "checkpoint directory (config.json + safetensors shards)")->required();

@@ -1,4 +1,4 @@
-// dsv4 make-checkpoint: deterministic synthetic checkpoints in the release format.
+// dsv4 make-checkpoint: deterministic synthetic checkpoints in the release format or another encoding.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,6 +21,7 @@ struct MakeArgs {
   int64_t layers = 0;
   std::string ratios;
   bool no_mtp = false;
+  std::string encoding = "release";
   std::vector<std::string> set;
   double perturb = 0.0;
   int threads = 0;
@@ -66,6 +67,7 @@ void run(const MakeArgs& a, CommandResult& result) {
   for (const std::string& s : a.set) o.changes.set.push_back(parse_set_option(s));
   if (!a.tokenizer.empty()) use_tokenizer(a.tokenizer, o);
   o.with_mtp = !a.no_mtp;
+  o.encoding = parse_checkpoint_encoding(a.encoding);
   o.perturb = a.perturb;
   o.threads = a.threads;
   DSV4_CHECK(a.shard_gib > 0, "make-checkpoint: --shard-gib must be positive");
@@ -81,9 +83,9 @@ void run(const MakeArgs& a, CommandResult& result) {
   const MakeCheckpointResult r = make_checkpoint(o);
   if (!a.tokenizer.empty()) copy_tokenizer_files(a.tokenizer, a.out);
   if (!a.quiet)
-    std::printf("wrote %s: preset %s, seed %llu, %lld layers + %s, %zu tensors in %d shards, %.3f GB in %.2f s "
-                "(%.2f GB/s)\n",
-                a.out.c_str(), a.preset.c_str(), static_cast<unsigned long long>(a.seed),
+    std::printf("wrote %s: preset %s, encoding %s, seed %llu, %lld layers + %s, %zu tensors in %d shards, %.3f GB in "
+                "%.2f s (%.2f GB/s)\n",
+                a.out.c_str(), a.preset.c_str(), a.encoding.c_str(), static_cast<unsigned long long>(a.seed),
                 static_cast<long long>(r.config.num_hidden_layers), a.no_mtp ? "no MTP" : "MTP", r.tensors, r.shards,
                 double(r.bytes) / 1e9, r.seconds, double(r.bytes) / 1e9 / std::max(r.seconds, 1e-9));
   result.exit_code = 0;
@@ -110,6 +112,15 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
                   "sets the layer count");
   cmd->add_flag("--no-mtp", a->no_mtp,
                 "write no mtp.* tensors (num_nextn_predict_layers stays: the checkpoint lacks the module)");
+  cmd->add_option("--encoding", a->encoding,
+                  "how the weights are stored (the same model in each): release (FP8 tiles, MXFP4 experts), "
+                  "bf16 (release names, every weight BF16, no scales), hf-bf16 (bf16 with Hugging Face names, F32 "
+                  "norms and the HF config keys), fp8-experts (routed experts recast losslessly to FP8 tiles), nvfp4 "
+                  "(ModelOpt: the target's routed experts as NVFP4), ct-nvfp4 (compressed-tensors: NVFP4 experts, "
+                  "the MTP in BF16 with embed/head copies), ct-fp8 (compressed-tensors: FP8 weights with F32 block scales, "
+                  "NVFP4 experts), ct-int4 (compressed-tensors W4A16: INT4 experts, lossy; FP8 with F32 scales, BF16 "
+                  "shared experts and MTP, F32 head)")
+      ->capture_default_str();
   cmd->add_option("--set", a->set,
                   "override a config key with a JSON value before validation, e.g. --set sliding_window=8 "
                   "--set rope_scaling.factor=8 (repeatable)");

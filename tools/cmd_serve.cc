@@ -10,6 +10,7 @@
 
 #include "backend_args.h"
 #include "commands.h"
+#include "draft_setting.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
@@ -78,18 +79,17 @@ int run_serve(const ServeArgs& a) {
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
     engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
-    DSV4_CHECK(a.draft == 0 || engine->proposer, a.model, ": --draft ", a.draft,
-               " needs the MTP module, but the checkpoint has none (use --draft 0)");
+    const int draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
     if (!a.force_output_file.empty())
       forced = std::make_unique<server::ForcedOutputs>(server::ForcedOutputs::load(a.force_output_file, *tok));
     scheduler = std::make_unique<server::Scheduler>(
         *engine, *tok, server::SchedulerOptions{a.max_sequences, a.max_waiting, a.prefill_chunk}, metrics);
-    server.ready({engine.get(), tok.get(), scheduler.get(), limit.tokens, a.draft, stop_token(*tok, engine->config()),
+    server.ready({engine.get(), tok.get(), scheduler.get(), limit.tokens, draft, stop_token(*tok, engine->config()),
                   forced.get()});
     std::fprintf(stderr, "dsv4 serve: ready: model '%s', context %lld tokens, %d sequences, draft %d\n",
-                 http.model_name.c_str(), (long long)limit.tokens, a.max_sequences, a.draft);
+                 http.model_name.c_str(), (long long)limit.tokens, a.max_sequences, draft);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsv4: error: %s\n", e.what());
     exit_code = 1;

@@ -6,7 +6,9 @@ namespace dsv4 {
 
 const WeightFormatTraits& weight_format_traits(WeightFormat f) {
   static constexpr WeightFormatTraits kF32{"F32", 32, 0, 0}, kBf16{"BF16", 16, 0, 0},
-      kFp8{"FP8", 8, kFp8Block, kFp8Block}, kFp4{"FP4", 4, 1, kFp4Block}, kI64{"I64", 64, 0, 0}, kI32{"I32", 32, 0, 0};
+      kFp8{"FP8", 8, kFp8Block, kFp8Block}, kFp4{"FP4", 4, 1, kFp4Block}, kI64{"I64", 64, 0, 0}, kI32{"I32", 32, 0, 0},
+      kNvfp4{"NVFP4", 4, 1, kNvfp4Block}, kFp8f{"FP8F", 8, kFp8Block, kFp8Block, 4},
+      kInt4{"INT4", 4, 1, kInt4Group, 2};
   switch (f) {
     case WeightFormat::F32: return kF32;
     case WeightFormat::BF16: return kBf16;
@@ -14,6 +16,9 @@ const WeightFormatTraits& weight_format_traits(WeightFormat f) {
     case WeightFormat::FP4: return kFp4;
     case WeightFormat::I64: return kI64;
     case WeightFormat::I32: return kI32;
+    case WeightFormat::NVFP4: return kNvfp4;
+    case WeightFormat::FP8F: return kFp8f;
+    case WeightFormat::INT4: return kInt4;
   }
   return kF32;
 }
@@ -34,7 +39,9 @@ int64_t weight_scale_cols(WeightFormat f, int64_t cols) {
 
 size_t WeightView::bytes() const {
   if (!present()) return 0;
-  const int64_t scales = scale ? weight_scale_rows(format, rows) * weight_scale_cols(format, cols) : 0;
+  const int64_t scales = scale ? weight_scale_rows(format, rows) * weight_scale_cols(format, cols) *
+                                     weight_format_traits(format).scale_bytes
+                               : 0;
   return size_t(weight_code_bytes(format, rows, cols) + scales);
 }
 

@@ -4,7 +4,7 @@
 // carries a label only for messages.
 //
 // Each format is described once, in weight_format_traits(): the bits per value and the
-// block one E8M0 scale covers. Byte counts and scale shapes everywhere derive from it, so
+// block one scale covers. Byte counts and scale shapes everywhere derive from it, so
 // a new encoding is added in one table.
 #pragma once
 #include <cstdint>
@@ -19,13 +19,21 @@ enum class WeightFormat : uint8_t {
   FP4,  // e2m1 codes packed two per byte [rows, cols/2] + E8M0 scale per 32 inputs of a row
   I64,
   I32,
+  NVFP4,  // e2m1 codes packed two per byte [rows, cols/2] (low nibble first) + E4M3 scale per 16
+          // inputs of a row, times the view's global_scale (ModelOpt weight_scale_2; the inverse
+          // of compressed-tensors' weight_global_scale)
+  FP8F,   // e4m3 codes [rows, cols] + an F32 multiplier per 128x128 tile (compressed-tensors'
+          // weight_scale, transformers' weight_scale_inv)
+  INT4,   // compressed-tensors W4A16: 4-bit q packed 8 per int32 lowest bits first [rows, cols/8],
+          // value (q - 8) x a BF16 scale per 128 inputs of a row; activations not quantized
 };
 
 struct WeightFormatTraits {
   const char* name;
   int bits;                 // per value of the code tensor
-  int64_t scale_block_rows;  // one E8M0 scale per [scale_block_rows, scale_block_cols] block;
-  int64_t scale_block_cols;  // 0 = the format has no scales
+  int64_t scale_block_rows;  // one scale (E8M0; E4M3 NVFP4; F32 FP8F; BF16 INT4) per [scale_block_rows,
+  int64_t scale_block_cols;  // scale_block_cols] block; 0 = the format has no scales
+  int scale_bytes = 1;       // per scale (FP8F: 4, an F32; INT4: 2, a BF16)
   bool has_scales() const { return scale_block_rows > 0; }
 };
 const WeightFormatTraits& weight_format_traits(WeightFormat f);
@@ -44,6 +52,7 @@ struct WeightView {
   const uint8_t* scale = nullptr;       // formats with scales only
   int64_t scale_cols = 0;               // row stride of the scale tensor
   std::string_view label;               // the tensor's name, for messages
+  float global_scale = 1.0f;            // NVFP4: multiplies every block scale
 
   bool present() const { return data != nullptr; }
   int64_t numel() const { return rows * cols; }

@@ -8,7 +8,10 @@ int64_t view_bytes(const WeightView& w) {
   if (!w.present()) return 0;
   switch (w.format) {
     case WeightFormat::FP8: return w.rows * w.cols + (w.rows + 127) / 128 * w.scale_cols;
-    case WeightFormat::FP4: return w.rows * (w.cols / 2) + w.rows * w.scale_cols;
+    case WeightFormat::FP8F: return w.rows * w.cols + (w.rows + 127) / 128 * w.scale_cols * 4;
+    case WeightFormat::INT4: return w.rows * (w.cols / 2) + w.rows * w.scale_cols * 2;
+    case WeightFormat::FP4:
+    case WeightFormat::NVFP4: return w.rows * (w.cols / 2) + w.rows * w.scale_cols;
     case WeightFormat::BF16: return w.rows * w.cols * 2;
     case WeightFormat::I64: return w.rows * w.cols * 8;
     default: return w.rows * w.cols * 4;

@@ -1,5 +1,6 @@
 #include "checkpoint/inspect.h"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <unordered_map>
@@ -24,12 +25,6 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-std::string dtypes_string(const std::vector<DType>& ds) {
-  std::string s;
-  for (size_t i = 0; i < ds.size(); ++i) s += (i ? " or " : "") + std::string(dtype_name(ds[i]));
-  return s;
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -47,35 +42,32 @@ void classify_layers(InspectReport& r) {
 }
 
 void compare_with_table(InspectReport& r, const TensorStore& store) {
-  const std::vector<TensorSpec> specs = expected_tensors(r.config, r.mtp_present);
-  std::unordered_map<std::string, const TensorSpec*> expected;
-  expected.reserve(specs.size());
-  for (const TensorSpec& s : specs) {
-    expected[s.name] = &s;
-    const TensorInfo* t = store.find(s.name);
-    if (!t) {
-      r.missing.push_back(s.name);
-      continue;
-    }
-    r.group_bytes[s.group] += t->nbytes;
-    bool dtype_ok = false;
-    for (DType d : s.dtypes) dtype_ok |= t->dtype == d;
-    if (!dtype_ok)
-      r.mismatched.push_back({s.name, cat("dtype ", dtype_name(t->dtype), ", expected ", dtypes_string(s.dtypes))});
-    if (t->shape != s.shape)
-      r.mismatched.push_back({s.name, cat("shape ", t->shape_string(), ", expected ", shape_string(s.shape))});
-  }
+  WeightCheck check = check_weights(store, r.config);
+  r.naming = tensor_naming_name(check.naming);
+  r.missing = std::move(check.missing);
+  r.unexpected = std::move(check.unexpected);
+  r.aliases = std::move(check.aliases);
+  for (WeightProblem& p : check.problems) r.mismatched.push_back({p.name, std::move(p.detail)});
+  r.group_bytes = std::move(check.group_bytes);
+  r.modules = summarize_encodings(check.weights, r.config);
+  r.decode_bytes_per_token = target_decode_bytes_per_token(r.modules);
   const std::vector<const TensorInfo*> all = store.all();
   for (const TensorInfo* t : all) {
-    if (!expected.count(t->name)) r.unexpected.push_back(t->name);
     DtypeSummary& d = r.dtypes[std::string(dtype_name(t->dtype))];
     d.tensors += 1;
     d.elements += t->numel();
     d.bytes += t->nbytes;
     r.bytes += t->nbytes;
-    if (t->dtype == DType::F8_E8M0) continue;  // block scales, not parameters
-    const bool packed_fp4 = (t->dtype == DType::I8 || t->dtype == DType::U8) && ends_with(t->name, ".weight");
-    r.parameters += t->numel() * (packed_fp4 ? 2 : 1);
+    // Scales and shapes of quantized weights are not parameters; packed codes count per value.
+    if (t->dtype == DType::F8_E8M0) continue;
+    bool companion = false;
+    for (const char* suffix : {".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".weight_global_scale",
+                               ".input_scale", ".input_global_scale", ".weight_shape"})
+      companion |= ends_with(t->name, suffix);
+    if (companion) continue;
+    const bool packed = ends_with(t->name, ".weight") || ends_with(t->name, ".weight_packed");
+    const int64_t per_element = !packed ? 1 : t->dtype == DType::I32 ? 8 : t->dtype == DType::I8 || t->dtype == DType::U8 ? 2 : 1;
+    r.parameters += t->numel() * per_element;
   }
   r.tensors = int64_t(all.size());
 }
@@ -134,6 +126,14 @@ json report_to_json(const InspectReport& r) {
                  {"hca", r.hca_layers},
                  {"other", other}};
   j["hash_layers"] = r.hash_layers;
+  j["naming"] = r.naming;
+  json modules = json::array();
+  for (const ModuleEncoding& m : r.modules)
+    modules.push_back({{"module", m.module}, {"encoding", m.encoding()}, {"format_bytes", m.format_bytes},
+                       {"bytes", m.bytes}, {"bytes_per_token", m.bytes_per_token}, {"counted", m.note}});
+  j["modules"] = modules;
+  j["decode_bytes_per_token"] = r.decode_bytes_per_token;
+  j["aliases"] = r.aliases;
   j["mtp_configured"] = r.mtp_configured;
   j["mtp_present"] = r.mtp_present;
   if (!r.mtp_note.empty()) j["mtp_note"] = r.mtp_note;
@@ -173,7 +173,7 @@ std::string format_report(const InspectReport& r) {
   }
   const ModelConfig& c = r.config;
   line(cat("  ", r.shards, " shard(s), ", r.tensors, " tensors, ", human_bytes(r.bytes), " of tensor data, ",
-           r.parameters, " parameters (FP4 values counted singly, scales excluded)"));
+           r.parameters, " parameters (packed 4-bit values counted singly, scales excluded)"));
   line(cat("config: vocab ", c.vocab_size, ", hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers + ",
            c.num_nextn_predict_layers, " MTP, ", c.num_attention_heads, " heads x ", c.head_dim, ", ",
            c.n_routed_experts, " experts (", c.num_experts_per_tok, " per token), hc ", c.hc_mult));
@@ -204,12 +204,22 @@ std::string format_report(const InspectReport& r) {
     std::snprintf(buf, sizeof buf, "  per layer and token: CSA %.1f B, HCA %.1f B, window only 0 B", csa, hca);
     line(buf);
   }
+  line("names: " + r.naming + (r.naming == "hf" ? " (Hugging Face transformers)" : " (the release's)"));
+  line("encodings (bytes a decode step reads per token):");
+  for (const ModuleEncoding& m : r.modules) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "  %-22s %-32s %12s per token  (%s)", m.module.c_str(), m.encoding().c_str(),
+                  human_bytes(uint64_t(std::llround(m.bytes_per_token))).c_str(), m.note.c_str());
+    line(buf);
+  }
+  line("  target decode step: " + human_bytes(uint64_t(std::llround(r.decode_bytes_per_token))) + " per token");
   if (r.mtp_present) line(cat("MTP: present (", r.mtp_configured, " module(s) configured)"));
   else line("MTP: absent (" + r.mtp_note + ")");
   line(cat("missing tensors: ", r.missing.size()));
   for (auto& n : r.missing) line("  missing: " + n);
   line(cat("unexpected tensors: ", r.unexpected.size()));
   for (auto& n : r.unexpected) line("  unexpected: " + n);
+  for (auto& n : r.aliases) line("  MTP copy of embed/head (not used): " + n);
   line(cat("mis-shaped or mis-typed tensors: ", r.mismatched.size()));
   for (auto& p : r.mismatched) line("  mismatched: " + p.name + ": " + p.detail);
   line(r.complete() ? "status: complete" : "status: INCOMPLETE or inconsistent");

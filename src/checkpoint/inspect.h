@@ -1,9 +1,11 @@
 // `dsv4 inspect`: what a checkpoint directory holds and whether it is complete.
 //
 // Reads config.json and the safetensors headers only (the shards are mapped, never
-// read), compares the tensors with the table expected_tensors(config, mtp_present) and
-// summarizes sizes, layer kinds, hash routing and the MTP module. Problems opening the
-// checkpoint (missing shard, bad header, truncated file) are reported, never thrown.
+// read), binds the tensors as the engine does (check_weights: either naming family, each
+// matrix's encoding from its own tensors) and summarizes sizes, layer kinds, hash routing,
+// the MTP module, and the encoding of each module group with the bytes a decode step reads
+// per token under it. Problems opening the checkpoint (missing shard, bad header, truncated
+// file) are reported, never thrown.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "checkpoint/encoding_summary.h"
 #include "io/config.h"
 
 namespace dsv4 {
@@ -35,7 +38,7 @@ struct InspectReport {
   int shards = 0;
   int64_t tensors = 0;
   uint64_t bytes = 0;                 // tensor data
-  int64_t parameters = 0;             // weights: FP4 codes counted one per value, scales excluded
+  int64_t parameters = 0;             // weights: packed 4-bit codes counted one per value, scales excluded
   std::map<std::string, DtypeSummary> dtypes;
   std::map<std::string, uint64_t> group_bytes;  // "embed", "head", "layers.0", "mtp.0", ...
 
@@ -48,8 +51,13 @@ struct InspectReport {
   bool mtp_present = false;
   std::string mtp_note;               // why the MTP module counts as absent
 
+  std::string naming;                 // "release" or "hf" (Hugging Face transformers names)
+  std::vector<ModuleEncoding> modules;  // encoding and decode bytes per module group
+  double decode_bytes_per_token = 0;  // one target decode step (MTP excluded)
+
   std::vector<std::string> missing;   // in table order
   std::vector<std::string> unexpected;
+  std::vector<std::string> aliases;   // MTP copies of embed/head: allowed, not used
   std::vector<TensorProblem> mismatched;
 
   bool opened() const { return error.empty(); }

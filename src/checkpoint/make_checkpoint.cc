@@ -187,7 +187,25 @@ MakeCheckpointResult make_checkpoint(const MakeCheckpointOptions& options) {
   w.max_shard_bytes = options.max_shard_bytes;
   w.min_shards = options.min_shards;
   w.progress = options.progress;
-  return write_checkpoint(options.out, config, jobs, w);
+  if (options.encoding == CheckpointEncoding::Release) return write_checkpoint(options.out, config, jobs, w);
+
+  // The release encoding first, beside the output (removed afterwards), then transcoded.
+  const fs::path release = options.out.string() + ".release-tmp";
+  MakeCheckpointResult r = write_checkpoint(release, config, jobs, w);
+  try {
+    fs::create_directories(options.out);
+    remove_old_checkpoint(options.out);
+    const TranscodeResult t =
+        transcode_checkpoint(release, options.out, options.encoding, options.max_shard_bytes, options.min_shards);
+    r.bytes = t.bytes;
+    r.shards = t.shards;
+    r.tensors = t.tensors;
+  } catch (...) {
+    fs::remove_all(release);
+    throw;
+  }
+  fs::remove_all(release);
+  return r;
 }
 
 }  // namespace dsv4

@@ -1,5 +1,7 @@
 // Writes deterministic synthetic checkpoints in the release format (config.json, shards,
-// model.safetensors.index.json): the engine of `dsv4 make-checkpoint`.
+// model.safetensors.index.json): the engine of `dsv4 make-checkpoint`. Other encodings
+// (checkpoint/transcode.h) are the same model: written in the release format beside the
+// output directory first, then transcoded into it.
 //
 // Streaming: chunks (row stripes of ~1M values) are generated in parallel in batches of
 // bounded size while the previous batch is written, so memory stays bounded (tens of MB)
@@ -14,6 +16,7 @@
 
 #include "checkpoint/mirror_weights.h"
 #include "checkpoint/presets.h"
+#include "checkpoint/transcode.h"
 #include "checkpoint/weight_jobs.h"
 #include "io/config.h"
 
@@ -25,6 +28,7 @@ struct MakeCheckpointOptions {
   std::filesystem::path out;
   ConfigChanges changes;
   bool with_mtp = true;          // false: no mtp.* tensors (the config keeps its MTP layer count)
+  CheckpointEncoding encoding = CheckpointEncoding::Release;  // others: the release's values transcoded
   double perturb = 0.0;          // aligned and mirror presets: e_proj = I + perturb * G
   MirrorOptions mirror;          // mirror presets: the construction's constants (perturb above wins)
   int threads = 0;               // 0 = all cores

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/config_hf.h"
 
 namespace dsv4 {
 
@@ -138,6 +139,7 @@ ModelConfig parse_config(const json& j, const std::string& source) {
       DSV4_CHECK(q["scale_fmt"] == "ue8m0", source, ": key 'quantization_config.scale_fmt' must be \"ue8m0\", got ",
                  q["scale_fmt"].dump());
   }
+  read_hf_dialect(j, source, c);
   c.validate();
   return c;
 }

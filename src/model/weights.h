@@ -1,12 +1,14 @@
 // The model's weights: typed, non-owning views (backend/weight_view.h) over the
 // memory-mapped checkpoint, grouped as the model uses them.
 //
-// The checkpoint's tensor table is declared once, in visit_model_weights() (weights.cc):
-// the same walk produces the list of expected tensors (names, shapes, dtypes) for
-// `inspect` and binds the views for the model. Nothing is copied or dequantized here;
-// kernels read the formats directly.
+// The checkpoint's tensor table is declared once, in the walk of model/weight_walk.h: the
+// same walk produces the list of expected tensors in the release encoding (names, shapes,
+// dtypes: what make-checkpoint writes) and binds the views for the model and `inspect`
+// (weight_binding.cc), in whichever encoding each weight is stored. Nothing is copied or
+// dequantized here; kernels read the formats directly.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "core/dtype.h"
 #include "io/config.h"
 #include "io/safetensors.h"
+#include "model/tensor_names.h"
 
 namespace dsv4 {
 
@@ -79,12 +82,51 @@ struct TensorSpec {
 // Whether the checkpoint carries MTP module `index` (keyed by mtp.N.enorm.weight).
 bool has_mtp_module(const TensorStore& store, const ModelConfig& config, int64_t index = 0);
 
-// Every tensor a complete checkpoint holds; MTP modules only when `with_mtp`.
+// Every tensor a complete checkpoint in the release encoding holds (what make-checkpoint writes);
+// MTP modules only when `with_mtp`.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mtp);
 
 // Binds the views; throws Error naming the first missing, mis-typed or mis-shaped tensor.
 // MTP modules are bound when present (see has_mtp_module); absent ones leave `mtp` empty.
+//
+// Tensors are found by release name in either naming family (model/tensor_names.h), and the
+// encoding of each matrix is read from its own tensors, never from config.json: the dtype of
+// `X.weight` and which companions sit beside it —
+//   X.scale F8_E8M0        with X.weight F8_E4M3: FP8, one scale per 128x128 tile;
+//                          with X.weight I8/U8:   FP4 (e2m1 pairs), one scale per 32 inputs;
+//   X.weight_scale_2 F32   with X.weight U8 + X.weight_scale F8_E4M3: ModelOpt NVFP4 (E4M3 per 16
+//                          inputs times weight_scale_2);
+//   X.weight_packed U8     + X.weight_scale F8_E4M3 + X.weight_global_scale: compressed-tensors
+//                          NVFP4 (the global scale stored inverted: divide);
+//   X.weight_scale F32     (or X.weight_scale_inv) with X.weight F8_E4M3: FP8 with a float
+//                          multiplier per 128x128 tile (FP8F);
+//   X.weight_packed I32    + X.weight_scale BF16 per 128 inputs (+ X.weight_shape): compressed-
+//                          tensors INT4 W4A16, value (q - 8) x scale (INT4);
+//   none                   X.weight BF16 or F32, used as stored;
+// and each scale's shape is checked against the weight's [rows, cols]. Encodings recognized
+// but not run yet (FP8 or INT4 with scales of another dtype, INT4 groups other than 128) fail
+// with a message naming them. The routed experts of
+// one layer must share one encoding (their kernels are chosen once per layer).
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config);
+
+struct WeightProblem {
+  std::string name;    // the stored tensor's name
+  std::string file;    // the shard holding it
+  std::string detail;  // what was found, what was expected: "dtype U8, expected F8_E8M0 (...)"
+};
+
+// The same binding, collecting every problem instead of throwing at the first (inspect).
+struct WeightCheck {
+  ModelWeights weights;                   // the views that bound (the others stay unbound)
+  TensorNaming naming = TensorNaming::Release;
+  std::vector<std::string> missing;       // release names of absent tensors, in table order
+  std::vector<WeightProblem> problems;    // wrong dtype, shape or encoding
+  std::vector<std::string> unexpected;    // stored tensors no table entry took
+  std::vector<std::string> aliases;       // MTP copies of embed/head (not used)
+  std::map<std::string, uint64_t> group_bytes;  // stored bytes per table group
+  bool complete() const { return missing.empty() && problems.empty() && unexpected.empty(); }
+};
+WeightCheck check_weights(const TensorStore& store, const ModelConfig& config);
 
 // Every bound view of `weights` (one per weight tensor; a scale belongs to its weight's view),
 // for Backend::prepare.

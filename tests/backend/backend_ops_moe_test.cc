@@ -68,7 +68,10 @@ TEST(BackendOps, MoeExperts) {
     int64_t D, inter;
   };
   const int64_t E = 5;
-  for (WeightFormat format : {WeightFormat::FP4, WeightFormat::FP8})
+  // BF16 experts (conversions) take their activations unquantized, as linear() does.
+  for (WeightFormat format :
+       {WeightFormat::FP4, WeightFormat::FP8, WeightFormat::BF16, WeightFormat::NVFP4, WeightFormat::FP8F,
+        WeightFormat::INT4})
     for (const Shape& s : {Shape{128, 256}, Shape{256, 128}}) {
       std::vector<TestWeight> owned;
       std::vector<ExpertWeights> experts;
@@ -129,7 +132,8 @@ TEST(BackendOps, MoeExperts) {
                 Tensor th = tensor(g, {1, s.inter}), ty = tensor(y, {1, s.D});
                 reference().linear(th, ex.w2, ty, {});
                 std::vector<double> b(size_t(s.D));
-                product_bound(g.data(), 1, s.inter, ex.w2, 0, s.D, true, true, s.D, b);
+                const bool quantized = format != WeightFormat::BF16 && format != WeightFormat::INT4;  // (W4A16)
+                product_bound(g.data(), 1, s.inter, ex.w2, 0, s.D, quantized, true, s.D, b);
                 for (int64_t c = 0; c < s.D; ++c) {
                   bound[size_t(r * s.D + c)] += b[size_t(c)];
                   mass[size_t(r * s.D + c)] += std::fabs(y[size_t(c)]);

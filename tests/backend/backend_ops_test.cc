@@ -90,7 +90,8 @@ TEST(BackendOps, Memory) {
 // Both backends read weights where they are: prepare leaves every view as it was.
 TEST(BackendOps, Prepare) {
   std::vector<TestWeight> owned;
-  for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8, WeightFormat::FP4})
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8, WeightFormat::FP4, WeightFormat::NVFP4,
+                         WeightFormat::FP8F, WeightFormat::INT4})
     owned.push_back(make_weight(f, 3, 128, 1));
   auto run = [&](Backend& be) {
     std::vector<WeightView> views;
@@ -239,6 +240,11 @@ TEST(BackendOps, Linear) {
       {"fp8_unquantized", WeightFormat::FP8, ActQuant::None, {128, 257, 384}},
       {"fp4", WeightFormat::FP4, ActQuant::ByWeight, {128, 384}},
       {"fp4_unquantized", WeightFormat::FP4, ActQuant::None, {96, 128}},
+      {"nvfp4", WeightFormat::NVFP4, ActQuant::ByWeight, {128, 384}},
+      {"nvfp4_unquantized", WeightFormat::NVFP4, ActQuant::None, {48, 128}},
+      {"fp8f", WeightFormat::FP8F, ActQuant::ByWeight, {128, 384}},
+      {"fp8f_unquantized", WeightFormat::FP8F, ActQuant::None, {128, 257}},
+      {"int4", WeightFormat::INT4, ActQuant::ByWeight, {128, 384}},  // W4A16: never quantizes
   };
   for (const LinearCase& c : cases)
     for (int64_t K : c.inputs)
@@ -247,8 +253,10 @@ TEST(BackendOps, Linear) {
         for (int64_t n : {1, 3, 7, 41}) {
           if (n == 41 && (M < 129 || K < 128)) continue;  // the many-row paths, on a few shapes
           const std::vector<float> x = activations(n * K, uint64_t(K + M + n));
-          const bool quantize = c.act == ActQuant::ByWeight &&
-                                (c.format == WeightFormat::FP8 || c.format == WeightFormat::FP4);
+          const bool quantize = c.act == ActQuant::ByWeight && (c.format == WeightFormat::FP8 ||
+                                                                c.format == WeightFormat::FP4 ||
+                                                                c.format == WeightFormat::NVFP4 ||
+                                                                c.format == WeightFormat::FP8F);
           for (bool round : {true, false}) {
             SCOPED_TRACE(std::string(c.name) + " K=" + std::to_string(K) + " M=" + std::to_string(M) +
                          " n=" + std::to_string(n) + (round ? " bf16" : " f32"));
@@ -281,7 +289,10 @@ TEST(BackendOps, GroupedLinear) {
   const std::vector<Case> cases = {{WeightFormat::F32, {7, 48}},
                                    {WeightFormat::BF16, {129, 96}},
                                    {WeightFormat::FP8, {128, 257}},
-                                   {WeightFormat::FP4, {128}}};
+                                   {WeightFormat::FP4, {128}},
+                                   {WeightFormat::NVFP4, {128}},
+                                   {WeightFormat::FP8F, {128, 257}},
+                                   {WeightFormat::INT4, {128, 256}}};
   for (const Case& c : cases)
     for (int64_t K : c.inputs)
       for (int64_t groups : {1, 2, 3})

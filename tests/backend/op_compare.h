@@ -128,7 +128,8 @@ struct TestWeight {
 
 enum class Spread {
   Wide,    // FP8: every non-NaN code, scales 2^-9 .. 2^2; FP4: every code, scales 2^-7 .. 2^2; else N(0, 0.05²)
-  Narrow,  // FP8: codes in [0.5, 4), FP4: nonzero codes; scales 2^-1, 2^0 (exact sums, see narrow_activations)
+  Narrow,  // FP8: codes in [0.5, 4), FP4: nonzero codes; scales 2^-1, 2^0 (exact sums, see narrow_activations);
+           // BF16: the narrow FP4 values
 };
 
 inline TestWeight make_weight(WeightFormat f, int64_t rows, int64_t cols, uint64_t seed, Spread spread = Spread::Wide) {
@@ -162,10 +163,58 @@ inline TestWeight make_weight(WeightFormat f, int64_t rows, int64_t cols, uint64
       t.scale.resize(size_t(rows * w.scale_cols));
       for (auto& s : t.scale) s = scale_code(120, 10);
       break;
+    case WeightFormat::FP8F: {  // the FP8 codes; F32 tile scales 2^e·{1, 1.25, 1.5} (products stay exact)
+      t.data.resize(size_t(rows * cols));
+      for (auto& b : t.data) {
+        if (narrow) b = uint8_t((rng() & 0x80) | (6 + rng() % 3) << 3 | (rng() & 7));
+        else do b = uint8_t(rng()); while ((b & 0x7F) == 0x7F);
+      }
+      w.scale_cols = (cols + kFp8Block - 1) / kFp8Block;
+      const int64_t n = (rows + kFp8Block - 1) / kFp8Block * w.scale_cols;
+      t.scale.resize(size_t(n * 4));
+      static constexpr float kMantissa[3] = {1.0f, 1.25f, 1.5f};
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = narrow ? (rng() % 2 ? 0.5f : 1.0f) : std::ldexp(kMantissa[rng() % 3], int(rng() % 12) - 9);
+        std::memcpy(t.scale.data() + i * 4, &s, 4);
+      }
+      break;
+    }
+    case WeightFormat::INT4: {  // any 4-bit q (narrow: q - 8 odd, nonzero); BF16 group scales
+      t.data.resize(size_t(rows * cols / 2));
+      for (auto& b : t.data) {
+        b = uint8_t(rng());
+        if (narrow) b |= 0x11;  // q odd: q - 8 in {-7, -5, ..., 7}
+      }
+      w.scale_cols = cols / kInt4Group;
+      t.scale.resize(size_t(rows * w.scale_cols * 2));
+      for (int64_t i = 0; i < rows * w.scale_cols; ++i) {
+        const float s = narrow ? (rng() % 2 ? 0.25f : 0.125f) : round_bf16(0.001f + float(rng() % 1000) * 1e-5f);
+        const uint16_t h = f32_to_bf16(s);
+        std::memcpy(t.scale.data() + i * 2, &h, 2);
+      }
+      break;
+    }
+    case WeightFormat::NVFP4:  // the FP4 codes; E4M3 block scales (wide: 2^-6 .. 2^3 with mantissas) and a global scale
+      t.data.resize(size_t(rows * cols / 2));
+      for (auto& b : t.data) {
+        b = uint8_t(rng());
+        if (narrow) b |= 0x11;
+      }
+      w.scale_cols = cols / kNvfp4Block;
+      t.scale.resize(size_t(rows * w.scale_cols));
+      for (auto& s : t.scale) s = narrow ? uint8_t(0x30 + (rng() % 2) * 0x08) : uint8_t(0x08 + rng() % 0x50);  // 0.5, 1
+      w.global_scale = narrow ? 0.5f : 0.3f;
+      break;
     case WeightFormat::BF16: {
       t.data.resize(size_t(rows * cols * 2));
       auto* h = reinterpret_cast<uint16_t*>(t.data.data());
-      for (int64_t i = 0; i < rows * cols; ++i) h[i] = f32_to_bf16(normal(rng));
+      // Narrow: the values of narrow FP4 weights (codes ±0.5, 1.5, 3, 6 times 2^-1 or 2^0), stored as BF16.
+      static constexpr float kNarrow[4] = {0.5f, 1.5f, 3.0f, 6.0f};
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        const uint64_t r = rng();
+        h[i] = f32_to_bf16(narrow ? (r & 1 ? -1.0f : 1.0f) * kNarrow[(r >> 1) % 4] * ((r >> 3) & 1 ? 0.5f : 1.0f)
+                                  : normal(rng));
+      }
       break;
     }
     default: {
@@ -207,6 +256,19 @@ inline float weight_value(const WeightView& w, int64_t m, int64_t k) {
       return e4m3_to_f32(w.data[m * w.cols + k]) * e8m0_to_f32(w.scale[(m / 128) * w.scale_cols + k / 128]);
     case WeightFormat::FP4:
       return fp4_packed_at(w.data + m * (w.cols / 2), k) * e8m0_to_f32(w.scale[m * w.scale_cols + k / 32]);
+    case WeightFormat::FP8F: {
+      float s;
+      std::memcpy(&s, w.scale + ((m / 128) * w.scale_cols + k / 128) * 4, 4);
+      return e4m3_to_f32(w.data[m * w.cols + k]) * s;
+    }
+    case WeightFormat::INT4: {
+      uint16_t h;
+      std::memcpy(&h, w.scale + (m * w.scale_cols + k / kInt4Group) * 2, 2);
+      return int4_packed_at(w.data + m * (w.cols / 2), k) * bf16_to_f32(h);
+    }
+    case WeightFormat::NVFP4:  // the scale product rounds as the backends round it
+      return fp4_packed_at(w.data + m * (w.cols / 2), k) *
+             (e4m3_to_f32(w.scale[m * w.scale_cols + k / kNvfp4Block]) * w.global_scale);
     case WeightFormat::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[m * w.cols + k]);
     default: return reinterpret_cast<const float*>(w.data)[m * w.cols + k];
   }

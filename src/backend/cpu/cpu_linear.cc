@@ -17,6 +17,9 @@ int64_t row_bytes(const WeightView& w) {
   switch (w.format) {
     case WeightFormat::FP8: return w.cols + (w.cols + 127) / 128 / 128 + 1;
     case WeightFormat::FP4: return w.cols / 2 + w.cols / 32;
+    case WeightFormat::NVFP4: return w.cols / 2 + w.cols / 16;
+    case WeightFormat::FP8F: return w.cols + 1;
+    case WeightFormat::INT4: return w.cols / 2 + w.cols / 64;
     case WeightFormat::BF16: return 2 * w.cols;
     default: return 4 * w.cols;
   }

@@ -112,8 +112,10 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   const cpu::GemmKernel k13 = kernel_for(first.w1, false), k2 = kernel_for(first.w2, false);
   const cpu::GemmKernel p13 = kernel_for(first.w1, true), p2 = kernel_for(first.w2, true);
   cpu::PreparedInput in_x, in_px;
-  if (any_other) in_x = moe_act_x_.prepare(k13, moe_x_.data(), S, D, D, true);
-  if (any_prompt) in_px = moe_prompt_x_.prepare(p13, moe_x_.data(), S, D, D, true);
+  // Activations are quantized for FP8/FP4 experts only (as linear(); BF16 experts take them as they are).
+  const bool quantize13 = cpu::quantizes_activations(first.w1, true), quantize2 = cpu::quantizes_activations(first.w2, true);
+  if (any_other) in_x = moe_act_x_.prepare(k13, moe_x_.data(), S, D, D, quantize13);
+  if (any_prompt) in_px = moe_prompt_x_.prepare(p13, moe_x_.data(), S, D, D, quantize13);
   // rows(p0, count) of an expert: its prompt positions with the prompt kernel, the rest with the other.
   auto run = [&](int64_t e, const cpu::GemmKernel& kp, const cpu::PreparedInput& inp, const cpu::GemmKernel& ko,
                  const cpu::PreparedInput& ino, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy) {
@@ -133,7 +135,7 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   moe_u_.resize(size_t(S * inter));
   moe_h_.resize(size_t(S * inter));
   const int64_t c1 = chunk_for(inter), t1 = (inter + c1 - 1) / c1;
-  const int64_t expert_bytes = 3 * (inter * D / 2 + inter * D / 32);  // FP4 w1, w2, w3 with scales
+  const int64_t expert_bytes = int64_t(first.w1.bytes() + first.w2.bytes() + first.w3.bytes());
   run_tasks(active * t1, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t1)], m0 = (t % t1) * c1, m1 = std::min(inter, m0 + c1);
     const int64_t p0 = start_[size_t(e)], rows = start_[size_t(e + 1)] - p0;
@@ -154,8 +156,8 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
 
   // w2 the same way, into y [S, D] (bf16 values).
   cpu::PreparedInput in_h, in_ph;
-  if (any_other) in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, true);
-  if (any_prompt) in_ph = moe_prompt_h_.prepare(p2, moe_h_.data(), S, inter, inter, true);
+  if (any_other) in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, quantize2);
+  if (any_prompt) in_ph = moe_prompt_h_.prepare(p2, moe_h_.data(), S, inter, inter, quantize2);
   moe_y_.resize(size_t(S * D));
   const int64_t c2 = chunk_for(D), t2 = (D + c2 - 1) / c2;
   run_tasks(active * t2, active * expert_bytes, [&](int64_t t, int) {

@@ -173,12 +173,17 @@ void decode_row(const WeightView& w, int64_t m, float* out) {
       for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(src[k]);
       break;
     }
-    case WeightFormat::FP8: {
+    case WeightFormat::FP8:
+    case WeightFormat::FP8F: {
       const uint8_t* src = w.data + m * K;
       for (int64_t k = 0; k < K; ++k) out[k] = e4m3_to_f32(src[k]);
       break;
     }
-    case WeightFormat::FP4: {
+    case WeightFormat::INT4:
+      for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
+      break;
+    case WeightFormat::FP4:
+    case WeightFormat::NVFP4: {
       const uint8_t* src = w.data + m * (K / 2);
       for (int64_t k = 0; k < K; k += 2) {
         out[k] = e2m1_to_f32(src[k / 2] & 15);
@@ -194,8 +199,9 @@ void decode_row(const WeightView& w, int64_t m, float* out) {
 // fixed order, independent of anything but the data.
 inline float dot(const float* a, const float* b, int64_t len) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t whole = len - len % 8;
   int64_t k = 0;
-  for (; k + 8 <= len; k += 8)
+  for (; k < whole; k += 8)
     for (int l = 0; l < 8; ++l) acc[l] += a[k + l] * b[k + l];
   for (; k < len; ++k) acc[0] += a[k] * b[k];
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
@@ -218,11 +224,15 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
       const float* x = in.x + r * in.ldx;
       const float* sx = in.sx ? in.sx + r * in.ldsx : nullptr;
       float acc = 0.0f;
-      if (w.format == WeightFormat::FP8) {
-        const uint8_t* ws = w.scale + (m / kFp8Block) * w.scale_cols;
+      if (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP8F) {  // FP8F: no SIMD kernel yet
+        const bool f32_scales = w.format == WeightFormat::FP8F;
+        const uint8_t* ws = w.scale + (m / kFp8Block) * w.scale_cols * (f32_scales ? 4 : 1);
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kFp8Block, len = std::min<int64_t>(kFp8Block, K - k0);
-          const float s = e8m0_to_f32(ws[b]) * (sx ? sx[b] : 1.0f);
+          float scale;
+          if (f32_scales) std::memcpy(&scale, ws + b * 4, 4);
+          else scale = e8m0_to_f32(ws[b]);
+          const float s = scale * (sx ? sx[b] : 1.0f);
           acc += dot(x + k0, scratch + k0, len) * s;
         }
       } else if (w.format == WeightFormat::FP4) {
@@ -231,6 +241,21 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           const int64_t k0 = b * kFp4Block;
           const float s = e8m0_to_f32(ws[b]) * (sx ? sx[k0 / kFp8Block] : 1.0f);
           acc += dot(x + k0, scratch + k0, kFp4Block) * s;
+        }
+      } else if (w.format == WeightFormat::INT4) {  // no SIMD kernel yet; activations as they are
+        const uint8_t* ws = w.scale + m * w.scale_cols * 2;
+        for (int64_t b = 0; b < w.scale_cols; ++b) {
+          const int64_t k0 = b * kInt4Group;
+          uint16_t h;
+          std::memcpy(&h, ws + b * 2, 2);
+          acc += dot(x + k0, scratch + k0, kInt4Group) * bf16_to_f32(h);
+        }
+      } else if (w.format == WeightFormat::NVFP4) {  // no SIMD kernel yet: this one runs it
+        const uint8_t* ws = w.scale + m * w.scale_cols;
+        for (int64_t b = 0; b < w.scale_cols; ++b) {
+          const int64_t k0 = b * kNvfp4Block;
+          const float s = (e4m3_to_f32(ws[b]) * w.global_scale) * (sx ? sx[k0 / kFp8Block] : 1.0f);
+          acc += dot(x + k0, scratch + k0, kNvfp4Block) * s;
         }
       } else {
         acc = dot(x, scratch, K);

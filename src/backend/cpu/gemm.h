@@ -84,9 +84,10 @@ GemmKernel avx512_gemm(const WeightView& w);
 GemmKernel avx512bf16_gemm(const WeightView& w);
 GemmKernel amx_gemm(const WeightView& w);  // gemm_amx_avx512.cc
 
-// Whether a linear layer with this weight quantizes its activations (FP8/FP4 weights, act_quant on).
+// Whether a linear layer with this weight quantizes its activations (FP8/FP4/NVFP4 weights, act_quant on).
 inline bool quantizes_activations(const WeightView& w, bool act_quant) {
-  return act_quant && (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4);
+  return act_quant && (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4 || w.format == WeightFormat::NVFP4 ||
+                       w.format == WeightFormat::FP8F);
 }
 
 // A grow-only array aligned to 64 bytes (vector loads must not straddle cache lines).

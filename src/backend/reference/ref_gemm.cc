@@ -28,8 +28,11 @@ float weight_code(const WeightView& w, int64_t m, int64_t k) {
       std::memcpy(&h, w.data + (m * w.cols + k) * 2, 2);
       return bf16_to_f32(h);
     }
-    case WeightFormat::FP8: return e4m3_to_f32(w.data[m * w.cols + k]);
-    case WeightFormat::FP4: return fp4_packed_at(w.data + m * (w.cols / 2), k);  // low nibble = even column
+    case WeightFormat::FP8:
+    case WeightFormat::FP8F: return e4m3_to_f32(w.data[m * w.cols + k]);
+    case WeightFormat::FP4:
+    case WeightFormat::NVFP4: return fp4_packed_at(w.data + m * (w.cols / 2), k);  // low nibble = even column
+    case WeightFormat::INT4: return int4_packed_at(w.data + m * (w.cols / 2), k);
     default: not_a_matrix(w);
   }
 }
@@ -46,10 +49,15 @@ void weight_codes(const WeightView& w, int64_t m, float* out) {
       }
       return;
     case WeightFormat::FP8:
+    case WeightFormat::FP8F:
       for (int64_t k = 0; k < K; ++k) out[k] = e4m3_to_f32(w.data[m * K + k]);
       return;
     case WeightFormat::FP4:
+    case WeightFormat::NVFP4:
       for (int64_t k = 0; k < K; ++k) out[k] = fp4_packed_at(w.data + m * (K / 2), k);
+      return;
+    case WeightFormat::INT4:
+      for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
       return;
     default: not_a_matrix(w);
   }
@@ -59,6 +67,18 @@ float weight_scale(const WeightView& w, int64_t m, int64_t k) {
   switch (w.format) {
     case WeightFormat::FP8: return e8m0_to_f32(w.scale[(m / kFp8Block) * w.scale_cols + k / kFp8Block]);
     case WeightFormat::FP4: return e8m0_to_f32(w.scale[m * w.scale_cols + k / kFp4Block]);
+    // The E4M3 block scale times the global one, as ModelOpt and compressed-tensors define the value.
+    case WeightFormat::NVFP4: return e4m3_to_f32(w.scale[m * w.scale_cols + k / kNvfp4Block]) * w.global_scale;
+    case WeightFormat::INT4: {
+      uint16_t h;
+      std::memcpy(&h, w.scale + (m * w.scale_cols + k / kInt4Group) * 2, 2);
+      return bf16_to_f32(h);
+    }
+    case WeightFormat::FP8F: {
+      float s;
+      std::memcpy(&s, w.scale + ((m / kFp8Block) * w.scale_cols + k / kFp8Block) * 4, 4);
+      return s;
+    }
     default: return 1.0f;
   }
 }

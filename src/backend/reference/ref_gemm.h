@@ -16,8 +16,9 @@ namespace dsv4::ref {
 float weight_code(const WeightView& w, int64_t m, int64_t k);
 // Row m's codes: out[k] = weight_code(w, m, k) for k < cols.
 void weight_codes(const WeightView& w, int64_t m, float* out);
-// The E8M0 scale of the block holding [m, k] (FP8: 128×128 tiles, FP4: 32 inputs of a row);
-// 1 for formats without scales.
+// The scale of the block holding [m, k] (FP8: E8M0 per 128×128 tile, FP4: E8M0 per 32 inputs of
+// a row, NVFP4: E4M3 per 16 inputs times the global scale, FP8F: F32 per 128×128 tile, INT4:
+// BF16 per 128 inputs of a row); 1 for formats without scales.
 float weight_scale(const WeightView& w, int64_t m, int64_t k);
 // The weight's value at [m, k]: code · scale (exact: a power-of-two scale of a short code).
 inline float weight_at(const WeightView& w, int64_t m, int64_t k) {
@@ -33,9 +34,12 @@ std::vector<float> row_values(const RowTable& table, int64_t row, int64_t width)
 
 // ---- products
 
-// Whether a product with this weight quantizes its activations (FP8/FP4 weights, ByWeight).
+// Whether a product with this weight quantizes its activations (FP8/FP4/NVFP4 weights, ByWeight:
+// NVFP4 experts are the release's FP4 experts re-encoded, and run as those do, weight-only).
 inline bool quantizes(const WeightView& w, ActQuant q) {
-  return q == ActQuant::ByWeight && (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4);
+  return q == ActQuant::ByWeight &&
+         (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP4 || w.format == WeightFormat::NVFP4 ||
+          w.format == WeightFormat::FP8F);
 }
 
 // One row of activations as a quantizing linear layer sees it (spec §3): per block of 128
