@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd.h"
+#include "backend/reference/ref_hc.h"
 #include "core/error.h"
 #include "core/number_formats.h"
 
@@ -83,32 +84,9 @@ void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, floa
       out.post.f32()[r * hc + j] = 2.0f * sigmoid(m[hc + j] * s1 + f32_at(w.base, hc + j));
     }
     float* c = out.comb.f32() + r * hc * hc;
-    for (int64_t j = 0; j < hc; ++j) {  // softmax over each row, + eps
-      float mx = -INFINITY;
-      for (int64_t k = 0; k < hc; ++k) {
-        c[j * hc + k] = m[2 * hc + j * hc + k] * s2 + f32_at(w.base, 2 * hc + j * hc + k);
-        mx = std::max(mx, c[j * hc + k]);
-      }
-      float sum = 0.0f;
-      for (int64_t k = 0; k < hc; ++k) sum += (c[j * hc + k] = std::exp(c[j * hc + k] - mx));
-      for (int64_t k = 0; k < hc; ++k) c[j * hc + k] = c[j * hc + k] / sum + eps;
-    }
-    auto normalize_columns = [&] {
-      for (int64_t k = 0; k < hc; ++k) {
-        float sum = 0.0f;
-        for (int64_t j = 0; j < hc; ++j) sum += c[j * hc + k];
-        for (int64_t j = 0; j < hc; ++j) c[j * hc + k] /= sum + eps;
-      }
-    };
-    normalize_columns();
-    for (int64_t it = 1; it < iters; ++it) {
-      for (int64_t j = 0; j < hc; ++j) {
-        float sum = 0.0f;
-        for (int64_t k = 0; k < hc; ++k) sum += c[j * hc + k];
-        for (int64_t k = 0; k < hc; ++k) c[j * hc + k] /= sum + eps;
-      }
-      normalize_columns();
-    }
+    for (int64_t j = 0; j < hc; ++j)
+      for (int64_t k = 0; k < hc; ++k) c[j * hc + k] = m[2 * hc + j * hc + k] * s2 + f32_at(w.base, 2 * hc + j * hc + k);
+    ref_sinkhorn(c, hc, iters, eps);
   }
   weighted_stream_sum(x, pre.data(), out.u);
   if (!out.mixes.empty()) std::memcpy(out.mixes.data, mixes.data(), size_t(n * mix) * 4);

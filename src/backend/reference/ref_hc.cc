@@ -6,6 +6,7 @@
 
 #include "backend/reference/ref_gemm.h"
 #include "backend/reference/reference_backend.h"
+#include "backend/reference/ref_hc.h"
 #include "core/error.h"
 #include "core/number_formats.h"
 
@@ -40,9 +41,11 @@ void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
     }
 }
 
+}  // namespace
+
 // The Sinkhorn normalisation of C [hc, hc] in place: softmax over each row, + eps, columns ÷
 // (column sum + eps); then iters − 1 times rows ÷ (row sum + eps) and columns ÷ (column sum + eps).
-void sinkhorn(float* c, int64_t hc, int64_t iters, float eps) {
+void ref_sinkhorn(float* c, int64_t hc, int64_t iters, float eps) {
   for (int64_t j = 0; j < hc; ++j) {
     float* row = c + j * hc;
     const float mx = *std::max_element(row, row + hc);
@@ -68,8 +71,6 @@ void sinkhorn(float* c, int64_t hc, int64_t iters, float eps) {
   }
 }
 
-}  // namespace
-
 // From m ∈ R^{(2+hc)·hc} per row: pre_j = σ(m_j·scale0 + base_j) + eps, post_j = 2σ(m_{hc+j}·scale1 +
 // base_{hc+j}), C_jk = m_{2hc+hc·j+k}·scale2 + base_{2hc+hc·j+k} Sinkhorn-normalised; u = Σ_j pre_j·X_j (bf16).
 void ReferenceBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, float eps, float norm_eps,
@@ -88,7 +89,7 @@ void ReferenceBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters
     }
     float* c = out.comb.f32() + r * hc * hc;
     for (int64_t i = 0; i < hc * hc; ++i) c[i] = m[2 * hc + i] * s2 + base[size_t(2 * hc + i)];
-    sinkhorn(c, hc, iters, eps);
+    ref_sinkhorn(c, hc, iters, eps);
   }
   weighted_stream_sum(x, pre.data(), out.u);
   if (!out.mixes.empty()) std::memcpy(out.mixes.data, mixes.data(), mixes.size() * 4);
