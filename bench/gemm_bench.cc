@@ -27,20 +27,31 @@ struct Case {
 };
 
 size_t weight_bytes(WeightFormat f, int64_t M, int64_t K, size_t* scale_bytes) {
-  switch (f) {
-    case WeightFormat::FP8: *scale_bytes = size_t((M + 127) / 128 * ((K + 127) / 128)); return size_t(M * K);
-    case WeightFormat::FP4: *scale_bytes = size_t(M * K / 32); return size_t(M * K / 2);
-    case WeightFormat::BF16: *scale_bytes = 0; return size_t(M * K * 2);
-    default: *scale_bytes = 0; return size_t(M * K * 4);
-  }
+  *scale_bytes = size_t(weight_scale_rows(f, M) * weight_scale_cols(f, K) * weight_format_traits(f).scale_bytes);
+  return size_t(weight_code_bytes(f, M, K));
 }
 
+// Sane scales (~2^-8 .. 2^-1) in the format's encoding of them.
+void fill_scales(uint8_t* p, size_t n, WeightFormat f) {
+  for (size_t j = 0; j < n; ++j) {
+    switch (f) {
+      case WeightFormat::NVFP4: p[j] = uint8_t(0x10 + (j % 7) * 8); break;  // e4m3 2^-5 .. 2^1
+      case WeightFormat::FP8F: {                                            // f32 ≈ 2^-6
+        const uint8_t b[4] = {0x00, 0x00, 0x80, 0x3C};
+        p[j] = b[j % 4];
+        break;
+      }
+      case WeightFormat::INT4: p[j] = j % 2 ? 0x3C : uint8_t(j % 7 * 16); break;  // bf16 ≈ 2^-7
+      default: p[j] = uint8_t(119 + (j % 7)); break;                             // E8M0
+    }
+  }
+}
 void fill(uint8_t* p, size_t n, WeightFormat f, uint64_t seed) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (size_t i = 0; i < n; ++i) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     uint8_t b = uint8_t(s >> 24);
-    if (f == WeightFormat::FP8 && (b & 0x7F) == 0x7F) b = 0x30;
+    if ((f == WeightFormat::FP8 || f == WeightFormat::FP8F) && (b & 0x7F) == 0x7F) b = 0x30;
     if ((f == WeightFormat::BF16 || f == WeightFormat::F32) && (i % 2 || f == WeightFormat::F32)) b &= 0x3F;  // finite
     p[i] = b;
   }
@@ -82,6 +93,11 @@ int main(int argc, char** argv) {
       {"fp8  wo_a (bf16 act) [8192 x 4096]", WeightFormat::FP8, 8192, 4096, false},
       {"fp4  expert w1   [2048 x 4096]", WeightFormat::FP4, 2048, 4096, true},
       {"fp4  expert w2   [4096 x 2048]", WeightFormat::FP4, 4096, 2048, true},
+      {"nvfp4 expert w1  [2048 x 4096]", WeightFormat::NVFP4, 2048, 4096, true},
+      {"nvfp4 expert w2  [4096 x 2048]", WeightFormat::NVFP4, 4096, 2048, true},
+      {"int4 expert w1   [2048 x 4096]", WeightFormat::INT4, 2048, 4096, false},
+      {"int4 expert w2   [4096 x 2048]", WeightFormat::INT4, 4096, 2048, false},
+      {"fp8f shared w1   [2048 x 4096]", WeightFormat::FP8F, 2048, 4096, true},
       {"bf16 compressor  [1024 x 4096]", WeightFormat::BF16, 1024, 4096, false},
       {"bf16 head      [129280 x 4096]", WeightFormat::BF16, 129280, 4096, false},
       {"f32  hc_fn      [24 x 16384]", WeightFormat::F32, 24, 16384, false},
@@ -94,9 +110,7 @@ int main(int argc, char** argv) {
     const size_t copies = hot ? 1 : std::max<size_t>(1, (size_t(768) << 20) / total);
     std::vector<uint8_t> arena(copies * total);
     fill(arena.data(), arena.size(), c.format, c.M + c.K);
-    if (sbytes)  // sane scales: 2^-8 .. 2^-1
-      for (size_t i = 0; i < copies; ++i)
-        for (size_t j = 0; j < sbytes; ++j) arena[i * total + wbytes + j] = uint8_t(119 + (j % 7));
+    for (size_t i = 0; i < copies && sbytes; ++i) fill_scales(arena.data() + i * total + wbytes, sbytes, c.format);
     std::vector<WeightView> views(copies);
     for (size_t i = 0; i < copies; ++i) {
       WeightView& w = views[i];
@@ -105,7 +119,8 @@ int main(int argc, char** argv) {
       w.cols = c.K;
       w.data = arena.data() + i * total;
       w.scale = sbytes ? w.data + wbytes : nullptr;
-      w.scale_cols = c.format == WeightFormat::FP8 ? (c.K + 127) / 128 : c.format == WeightFormat::FP4 ? c.K / 32 : 0;
+      w.scale_cols = weight_scale_cols(c.format, c.K);
+      w.global_scale = c.format == WeightFormat::NVFP4 ? 0.0123f : 1.0f;
     }
     for (int64_t n : rows_list) {
       std::vector<float> x(size_t(n * c.K)), y(size_t(n * c.M));

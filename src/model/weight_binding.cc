@@ -28,6 +28,7 @@ struct Binder {
   WeightCheck* check = nullptr;
   std::string current_group;
   std::unordered_set<std::string> used;  // release names taken
+  ModelWeights* weights = nullptr;        // owns widened copies
 
   void group(const std::string& g) { current_group = g; }
 
@@ -50,6 +51,19 @@ struct Binder {
   }
   void unsupported(const TensorInfo& t, const std::string& encoding) {
     problem(t, cat("stored as ", encoding, ": an encoding this engine recognizes but has no kernels for yet"));
+  }
+
+  // An F32 copy of a small BF16 or F16 tensor, owned by the weights being bound.
+  const uint8_t* widened(const TensorInfo& t) {
+    auto copy = std::make_shared<std::vector<float>>(size_t(t.numel()));
+    for (size_t i = 0; i < copy->size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      (*copy)[i] = t.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    const uint8_t* data = reinterpret_cast<const uint8_t*>(copy->data());
+    weights->widened.push_back(std::move(copy));
+    return data;
   }
 
   bool has_shape(const TensorInfo& t, const std::vector<int64_t>& shape, const std::string& what) {
@@ -78,6 +92,10 @@ struct Binder {
     w.label = t->name;
     w.format = format_of(t->dtype);
     w.data = t->data;
+    if (t->dtype == DType::BF16 && dtypes.front() == DType::F32) {  // widened: the ops read floats
+      w.format = WeightFormat::F32;
+      w.data = widened(*t);
+    }
     w.rows = shape.size() == 2 ? shape[0] : 1;
     w.cols = shape.back();
   }
@@ -217,13 +235,14 @@ struct Binder {
   void fp8_float_scales(WeightView& w, const TensorInfo& codes, const TensorInfo& scale, int64_t rows, int64_t cols,
                         const std::string& geometry) {
     if (!has_shape(codes, {rows, cols}, "FP8 codes of " + geometry)) return;
-    if (scale.dtype == DType::BF16 || scale.dtype == DType::F16)
-      return unsupported(codes, cat("FP8 with ", dtype_name(scale.dtype), " block scales ('", scale.name, "')"));
-    if (scale.dtype != DType::F32)
-      return problem(scale, cat("dtype ", dtype_name(scale.dtype), ", expected F32 (the block scales of ", codes.name, ")"));
-    if (!has_shape(scale, scale_shape(WeightFormat::FP8, rows, cols), "one F32 per 128x128 tile of " + geometry)) return;
-    w = WeightView{WeightFormat::FP8F, rows, cols, codes.data, scale.data, weight_scale_cols(WeightFormat::FP8F, cols),
-                   codes.name};
+    const bool half = scale.dtype == DType::BF16 || scale.dtype == DType::F16;  // (BF16 per one recipe)
+    if (scale.dtype != DType::F32 && !half)
+      return problem(scale, cat("dtype ", dtype_name(scale.dtype), ", expected F32, BF16 or F16 (the block scales of ",
+                                codes.name, ")"));
+    if (!has_shape(scale, scale_shape(WeightFormat::FP8, rows, cols), "one scale per 128x128 tile of " + geometry)) return;
+    // 16-bit scales are widened to F32 at load (1/16384 of the weight's bytes): one kernel per format.
+    w = WeightView{WeightFormat::FP8F, rows, cols, codes.data, half ? widened(scale) : scale.data,
+                   weight_scale_cols(WeightFormat::FP8F, cols), codes.name};
   }
 
   void fp8(WeightView& w, const std::string& p, int64_t rows, int64_t cols) { linear(w, p, rows, cols); }
@@ -254,8 +273,8 @@ bool mtp_present(const TensorIndex& index, const ModelConfig& config, int64_t i)
 ModelWeights bind_all(const TensorIndex& index, const ModelConfig& config, WeightCheck* check) {
   int64_t num_mtp = 0;
   while (mtp_present(index, config, num_mtp)) ++num_mtp;
-  Binder binder{index, config, check, {}, {}};
   ModelWeights w;
+  Binder binder{index, config, check, {}, {}, &w};
   Walk<Binder>{binder, config}.model(w, num_mtp);
   for (const BlockWeights& b : w.layers) binder.check_experts(b.ffn);
   for (const MtpWeights& m : w.mtp) binder.check_experts(m.block.ffn);

@@ -38,7 +38,10 @@ inline std::string dtypes_string(const std::vector<DType>& ds) {
 
 // The walk over every tensor of the checkpoint. It only adds what is missing (optional parts,
 // vector sizes), so walking bound weights again keeps them (weight_views). `Visitor` provides
-//   plain(view, name, shape, dtypes)          a tensor used as stored (F32/BF16/I64 ...)
+//   plain(view, name, shape, dtypes)          a tensor used as stored (F32/BF16/I64 ...); dtypes[0] is
+//                                             the release's. Where that is F32 (hc, ape, sink, gate
+//                                             bias) a BF16 tensor is accepted too, widened to F32 at
+//                                             load (kilobytes; the ops read these as floats)
 //   fp8(view, prefix, rows, cols)             a matrix the release stores as FP8 (128x128 tiles)
 //   expert(view, prefix, rows, cols)          a routed expert's matrix: FP4 in the release (FP8 when
 //                                             expert_dtype=fp8)
@@ -51,15 +54,15 @@ struct Walk {
 
   void hc(HcWeights& w, const std::string& p, const char* site) {
     const int64_t mix = (2 + c.hc_mult) * c.hc_mult;
-    v.plain(w.fn, p + "hc_" + site + "_fn", {mix, c.hc_mult * c.hidden_size}, {DType::F32});
-    v.plain(w.base, p + "hc_" + site + "_base", {mix}, {DType::F32});
-    v.plain(w.scale, p + "hc_" + site + "_scale", {3}, {DType::F32});
+    v.plain(w.fn, p + "hc_" + site + "_fn", {mix, c.hc_mult * c.hidden_size}, {DType::F32, DType::BF16});
+    v.plain(w.base, p + "hc_" + site + "_base", {mix}, {DType::F32, DType::BF16});
+    v.plain(w.scale, p + "hc_" + site + "_scale", {3}, {DType::F32, DType::BF16});
   }
 
   void hc_head(HcHeadWeights& w, const std::string& p) {
-    v.plain(w.fn, p + "hc_head_fn", {c.hc_mult, c.hc_mult * c.hidden_size}, {DType::F32});
-    v.plain(w.base, p + "hc_head_base", {c.hc_mult}, {DType::F32});
-    v.plain(w.scale, p + "hc_head_scale", {1}, {DType::F32});
+    v.plain(w.fn, p + "hc_head_fn", {c.hc_mult, c.hc_mult * c.hidden_size}, {DType::F32, DType::BF16});
+    v.plain(w.base, p + "hc_head_base", {c.hc_mult}, {DType::F32, DType::BF16});
+    v.plain(w.scale, p + "hc_head_scale", {1}, {DType::F32, DType::BF16});
   }
 
   void norm(WeightView& w, const std::string& name, int64_t n) {
@@ -71,7 +74,7 @@ struct Walk {
     w.head_dim = width;
     w.overlap = ratio == 4;
     const int64_t proj = (w.overlap ? 2 : 1) * width;
-    v.plain(w.ape, p + "ape", {ratio, proj}, {DType::F32});
+    v.plain(w.ape, p + "ape", {ratio, proj}, {DType::F32, DType::BF16});
     v.plain(w.wkv, p + "wkv.weight", {proj, c.hidden_size}, {DType::BF16, DType::F32});
     v.plain(w.wgate, p + "wgate.weight", {proj, c.hidden_size}, {DType::BF16, DType::F32});
     norm(w.norm, p + "norm.weight", width);
@@ -79,7 +82,7 @@ struct Walk {
 
   void attention(AttentionWeights& w, const std::string& p, int64_t ratio) {
     const int64_t D = c.hidden_size, H = c.num_attention_heads, d = c.head_dim;
-    v.plain(w.attn_sink, p + "attn_sink", {H}, {DType::F32});
+    v.plain(w.attn_sink, p + "attn_sink", {H}, {DType::F32, DType::BF16});
     v.fp8(w.wq_a, p + "wq_a", c.q_lora_rank, D);
     norm(w.q_norm, p + "q_norm.weight", c.q_lora_rank);
     v.fp8(w.wq_b, p + "wq_b", H * d, c.q_lora_rank);
@@ -107,7 +110,7 @@ struct Walk {
     if (hash)
       v.plain(w.tid2eid, p + "gate.tid2eid", {c.vocab_size, c.num_experts_per_tok}, {DType::I64, DType::I32});
     else
-      v.plain(w.bias, p + "gate.bias", {E}, {DType::F32});
+      v.plain(w.bias, p + "gate.bias", {E}, {DType::F32, DType::BF16});
     v.fp8(w.shared.w1, p + "shared_experts.w1", inter, D);
     v.fp8(w.shared.w2, p + "shared_experts.w2", D, inter);
     v.fp8(w.shared.w3, p + "shared_experts.w3", inter, D);

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ struct ModelWeights {
   HcHeadWeights hc_head;
   std::vector<BlockWeights> layers;
   std::vector<MtpWeights> mtp;   // empty when the checkpoint has no MTP module
+  // F32 copies of the small vectors a checkpoint stores in BF16 where the release has F32 (hc,
+  // ape, attention sink, gate bias: kilobytes); the views above point into them.
+  std::vector<std::shared_ptr<const std::vector<float>>> widened;
 };
 
 // ---- The tensor table -----------------------------------------------------------
@@ -98,13 +102,13 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mt
 //                          inputs times weight_scale_2);
 //   X.weight_packed U8     + X.weight_scale F8_E4M3 + X.weight_global_scale: compressed-tensors
 //                          NVFP4 (the global scale stored inverted: divide);
-//   X.weight_scale F32     (or X.weight_scale_inv) with X.weight F8_E4M3: FP8 with a float
-//                          multiplier per 128x128 tile (FP8F);
+//   X.weight_scale F32     (or X.weight_scale_inv; BF16 and F16 widened to F32 at load) with
+//                          X.weight F8_E4M3: FP8 with a float multiplier per 128x128 tile (FP8F);
 //   X.weight_packed I32    + X.weight_scale BF16 per 128 inputs (+ X.weight_shape): compressed-
 //                          tensors INT4 W4A16, value (q - 8) x scale (INT4);
 //   none                   X.weight BF16 or F32, used as stored;
 // and each scale's shape is checked against the weight's [rows, cols]. Encodings recognized
-// but not run yet (FP8 or INT4 with scales of another dtype, INT4 groups other than 128) fail
+// but not run yet (INT4 with scales of another dtype or groups other than 128) fail
 // with a message naming them. The routed experts of
 // one layer must share one encoding (their kernels are chosen once per layer).
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config);

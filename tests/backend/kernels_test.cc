@@ -1,6 +1,7 @@
 // The CPU product kernels (gemm_avx2.cc, gemm_avx512.cc) against the scalar reference
 // (gemm_rows_reference), on every instruction set this machine has:
-// - every weight format (FP8 with and without activation quantization, FP4, BF16, F32) over
+// - every weight format (FP8 with and without activation quantization, FP4, NVFP4, FP8 with float
+//   scales, INT4, BF16, F32) over
 //   odd shapes (K = 128, 384, 2176; M = 1, 19, 111, 989; n = 1..9 and 41 rows), within a tolerance
 //   computed from the data: two fp32 sums of the same K exact products differ by at most
 //   2·K·u·Σ|x·w| (u = 2^-24), plus one bf16 rounding step when the output is rounded;
@@ -56,6 +57,40 @@ TestWeight make_weight(WeightFormat f, int64_t M, int64_t K, uint64_t seed) {
       for (auto& s : t.scale) s = uint8_t(120 + rng() % 10);
       break;
     }
+    case WeightFormat::NVFP4: {  // e4m3 scales per 16 (no NaN codes) × a global scale that is no power of two
+      t.data.resize(size_t(M * K / 2));
+      for (auto& b : t.data) b = uint8_t(rng());
+      w.scale_cols = K / 16;
+      t.scale.resize(size_t(M * w.scale_cols));
+      for (auto& s : t.scale) s = uint8_t(0x08 + rng() % 0x60);
+      w.global_scale = 0.0123f;
+      break;
+    }
+    case WeightFormat::FP8F: {  // f32 multipliers per 128×128 tile
+      t.data.resize(size_t(M * K));
+      for (auto& b : t.data) {
+        do b = uint8_t(rng()); while ((b & 0x7F) == 0x7F);
+      }
+      w.scale_cols = (K + 127) / 128;
+      const int64_t n = (M + 127) / 128 * w.scale_cols;
+      t.scale.resize(size_t(n * 4));
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = std::ldexp(1.0f + float(rng() % 1000) / 1000.0f, -int(rng() % 6) - 6);
+        std::memcpy(t.scale.data() + i * 4, &v, 4);
+      }
+      break;
+    }
+    case WeightFormat::INT4: {  // bf16 scales per 128
+      t.data.resize(size_t(M * K / 2));
+      for (auto& b : t.data) b = uint8_t(rng());
+      w.scale_cols = K / 128;
+      t.scale.resize(size_t(M * w.scale_cols * 2));
+      for (int64_t i = 0; i < M * w.scale_cols; ++i) {
+        const uint16_t h = f32_to_bf16(std::ldexp(1.0f + float(rng() % 100) / 100.0f, -int(rng() % 4) - 5));
+        std::memcpy(t.scale.data() + i * 2, &h, 2);
+      }
+      break;
+    }
     case WeightFormat::BF16: {
       t.data.resize(size_t(M * K * 2));
       auto* h = reinterpret_cast<uint16_t*>(t.data.data());
@@ -92,6 +127,19 @@ float weight_value(const WeightView& w, int64_t m, int64_t k) {
       return e4m3_to_f32(w.data[m * w.cols + k]) * e8m0_to_f32(w.scale[(m / 128) * w.scale_cols + k / 128]);
     case WeightFormat::FP4:
       return fp4_packed_at(w.data + m * (w.cols / 2), k) * e8m0_to_f32(w.scale[m * w.scale_cols + k / 32]);
+    case WeightFormat::NVFP4:
+      return fp4_packed_at(w.data + m * (w.cols / 2), k) *
+             (e4m3_to_f32(w.scale[m * w.scale_cols + k / 16]) * w.global_scale);
+    case WeightFormat::FP8F: {
+      float s;
+      std::memcpy(&s, w.scale + ((m / 128) * w.scale_cols + k / 128) * 4, 4);
+      return e4m3_to_f32(w.data[m * w.cols + k]) * s;
+    }
+    case WeightFormat::INT4: {
+      uint16_t h;
+      std::memcpy(&h, w.scale + (m * w.scale_cols + k / 128) * 2, 2);
+      return int4_packed_at(w.data + m * (w.cols / 2), k) * bf16_to_f32(h);
+    }
     case WeightFormat::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[m * w.cols + k]);
     default: return reinterpret_cast<const float*>(w.data)[m * w.cols + k];
   }
@@ -168,6 +216,10 @@ struct Format {
 const Format kFormats[] = {{"fp8", WeightFormat::FP8, true},
                            {"fp8_unquantized", WeightFormat::FP8, false},
                            {"fp4", WeightFormat::FP4, true},
+                           {"nvfp4", WeightFormat::NVFP4, true},
+                           {"nvfp4_unquantized", WeightFormat::NVFP4, false},
+                           {"fp8f", WeightFormat::FP8F, true},
+                           {"int4", WeightFormat::INT4, false},
                            {"bf16", WeightFormat::BF16, false},
                            {"f32", WeightFormat::F32, false}};
 

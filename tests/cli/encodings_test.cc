@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/safetensors_writer.h"
+#include "core/number_formats.h"
 #include "io/safetensors.h"
 #include "support/test_support.h"
 
@@ -263,6 +265,84 @@ void expect_load_error(const fs::path& dir, const std::vector<std::string>& part
   for (const std::string& p : parts) EXPECT_NE(r.out.find(p), std::string::npos) << "'" << p << "' not in: " << r.out;
 }
 
+// Hyper-connection, ape, attention-sink and gate-bias vectors stored in BF16 (as conversions that
+// store every tensor in BF16 do) load widened to F32: the logits equal, bit for bit, those of F32
+// tensors holding the same bf16-rounded values. (A BF16 vector read as F32 bytes would be garbage.)
+TEST(Encodings, Bf16VectorsWhereTheReleaseHasF32) {
+  const fs::path release = make("enc_vec", "release");
+  const std::vector<std::string> kinds = {"hc_", ".ape", "attn_sink", "gate.bias"};
+  auto kind_of = [&](const StoredTensor& t) -> int {
+    if (t.dtype != DType::F32) return -1;
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (t.name.find(kinds[k]) != std::string::npos) return int(k);
+    return -1;
+  };
+  std::vector<int> converted(kinds.size(), 0);
+  auto edit = [&](bool to_bf16) {
+    return [&, to_bf16](std::vector<StoredTensor>& ts) {
+      for (StoredTensor& t : ts) {
+        const int k = kind_of(t);
+        if (k < 0) continue;
+        const size_t n = t.bytes.size() / 4;
+        std::vector<uint8_t> out(to_bf16 ? n * 2 : n * 4);
+        for (size_t i = 0; i < n; ++i) {
+          float v;
+          std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+          const uint16_t h = f32_to_bf16(v);
+          if (to_bf16) {
+            std::memcpy(out.data() + 2 * i, &h, 2);
+          } else {
+            const float r = bf16_to_f32(h);
+            std::memcpy(out.data() + 4 * i, &r, 4);
+          }
+        }
+        t.bytes = std::move(out);
+        if (to_bf16) {
+          t.dtype = DType::BF16;
+          ++converted[size_t(k)];
+        }
+      }
+    };
+  };
+  const fs::path f32 = edited_copy(release, "enc_vec_f32", edit(false));
+  const fs::path bf16 = edited_copy(release, "enc_vec_bf16", edit(true));
+  for (size_t k = 0; k < kinds.size(); ++k) EXPECT_GT(converted[k], 0) << "no " << kinds[k] << " tensor converted";
+  const auto a = logits(f32), b = logits(bf16);
+  ASSERT_FALSE(a.first.empty());
+  EXPECT_TRUE(a.first == b.first) << "target logits differ";
+  EXPECT_TRUE(a.second == b.second) << "MTP logits differ";
+}
+
+// FP8 blocks whose float multipliers are stored in BF16 (one compressed-tensors recipe) or F16 run
+// as FP8 with F32 multipliers (widened at load): ct-fp8's scales are powers of two, exact in both,
+// so the logits equal ct-fp8's bit for bit — and a wrong reading (the bytes as F32) would not.
+TEST(Encodings, Fp8WithHalfPrecisionScales) {
+  const fs::path ct = make("enc_fp8_half", "ct-fp8");
+  const auto expected = logits(ct);
+  for (DType half : {DType::BF16, DType::F16}) {
+    int converted = 0;
+    const fs::path dir = edited_copy(ct, "enc_fp8_half_" + std::string(dtype_name(half)), [&](auto& ts) {
+      for (StoredTensor& t : ts) {
+        if (t.dtype != DType::F32 || !t.name.ends_with(".weight_scale")) continue;
+        std::vector<uint8_t> out(t.bytes.size() / 2);
+        for (size_t i = 0; i < out.size() / 2; ++i) {
+          float v;
+          std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+          const uint16_t h = half == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+          std::memcpy(out.data() + 2 * i, &h, 2);
+        }
+        t.bytes = std::move(out);
+        t.dtype = half;
+        ++converted;
+      }
+    });
+    EXPECT_GT(converted, 10) << dtype_name(half);
+    const auto got = logits(dir);
+    EXPECT_TRUE(got.first == expected.first) << dtype_name(half) << ": target logits differ";
+    EXPECT_TRUE(got.second == expected.second) << dtype_name(half) << ": MTP logits differ";
+  }
+}
+
 TEST(Encodings, BadInputIsNamed) {
   const fs::path release = make("enc_bad", "release"), bf16 = make("enc_bad", "bf16");
   const std::string file = "model.safetensors";
@@ -302,8 +382,15 @@ TEST(Encodings, BadInputIsNamed) {
     s.name = "layers.0.attn.wq_a.weight_scale";
     s.dtype = DType::BF16;
     s.shape = {1, 1};
+    s.bytes.assign(2, 0);
   });
-  expect_load_error(dir, {file, "layers.0.attn.wq_a.weight", "FP8 with BF16 block scales", "no kernels"});
+  expect_load_error(dir, {file, "layers.0.attn.wq_a.weight_scale", "shape [1, 1], expected [1, 2]", "128x128 tile"});
+  dir = edited_copy(release, "enc_bad_fp8_i8_scale", [&](auto& ts) {
+    StoredTensor& s = find(ts, scale);
+    s.name = "layers.0.attn.wq_a.weight_scale";
+    s.dtype = DType::I8;
+  });
+  expect_load_error(dir, {file, "layers.0.attn.wq_a.weight_scale", "dtype I8, expected F32, BF16 or F16"});
   dir = edited_copy(release, "enc_bad_fp8_f32_scale_shape", [&](auto& ts) {
     StoredTensor& s = find(ts, scale);
     s.name = "layers.0.attn.wq_a.weight_scale";
@@ -311,7 +398,7 @@ TEST(Encodings, BadInputIsNamed) {
     s.shape = {1, 1};
     s.bytes.assign(4, 0);
   });
-  expect_load_error(dir, {file, "layers.0.attn.wq_a.weight_scale", "shape [1, 1], expected [1, 2]", "F32 per 128x128 tile"});
+  expect_load_error(dir, {file, "layers.0.attn.wq_a.weight_scale", "shape [1, 1], expected [1, 2]", "scale per 128x128 tile"});
   // NVFP4 (ModelOpt) without its global scale, and with a block scale of the wrong dtype.
   const fs::path nvfp4 = make("enc_bad", "nvfp4");
   const std::string expert = "layers.1.ffn.experts.3.w2";

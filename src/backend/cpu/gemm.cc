@@ -224,7 +224,7 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
       const float* x = in.x + r * in.ldx;
       const float* sx = in.sx ? in.sx + r * in.ldsx : nullptr;
       float acc = 0.0f;
-      if (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP8F) {  // FP8F: no SIMD kernel yet
+      if (w.format == WeightFormat::FP8 || w.format == WeightFormat::FP8F) {
         const bool f32_scales = w.format == WeightFormat::FP8F;
         const uint8_t* ws = w.scale + (m / kFp8Block) * w.scale_cols * (f32_scales ? 4 : 1);
         for (int64_t b = 0; b < w.scale_cols; ++b) {
@@ -242,7 +242,7 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           const float s = e8m0_to_f32(ws[b]) * (sx ? sx[k0 / kFp8Block] : 1.0f);
           acc += dot(x + k0, scratch + k0, kFp4Block) * s;
         }
-      } else if (w.format == WeightFormat::INT4) {  // no SIMD kernel yet; activations as they are
+      } else if (w.format == WeightFormat::INT4) {  // W4A16: activations as they are
         const uint8_t* ws = w.scale + m * w.scale_cols * 2;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kInt4Group;
@@ -250,7 +250,7 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           std::memcpy(&h, ws + b * 2, 2);
           acc += dot(x + k0, scratch + k0, kInt4Group) * bf16_to_f32(h);
         }
-      } else if (w.format == WeightFormat::NVFP4) {  // no SIMD kernel yet: this one runs it
+      } else if (w.format == WeightFormat::NVFP4) {
         const uint8_t* ws = w.scale + m * w.scale_cols;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kNvfp4Block;

@@ -1,14 +1,13 @@
 // AVX2 + FMA + F16C product kernels: the baseline every supported machine runs. The loop
 // nest is gemm_driver.h; here are the tiles (F outputs × R rows per decoded weight vector).
 //
-// FP8: e4m3 → f16 bits (sign-extend, shift left 7, clear bit 14) → vcvtph2ps = value × 2^-8
-//   exactly; the 2^8 and both block scales are folded into a copy of the activations per
-//   128-row weight tile (exact: powers of two), so each row is two FMA chains of exact
-//   products — the reference's block sums scaled and added, in another order.
-// FP4: per 32 bytes (two 32-wide blocks) both nibbles index a vpshufb table holding the high
-//   byte of each e2m1 value's f16 encoding (the low byte is zero for all sixteen), unpacking
-//   against zero makes the f16 words, vcvtph2ps the floats; activations are pair-split. (Making
-//   the floats as bf16 << 16 with shuffles only measured no faster on Zen 4, slower for >1 row.)
+// FP8 (and FP8F): e4m3 → f16 bits (sign-extend, shift left 7, clear bit 14) → vcvtph2ps =
+//   value × 2^-8 exactly; the 2^8 and both block scales are folded into a copy of the
+//   activations per 128-row weight tile (exact for powers of two; FP8F's float multipliers cost
+//   one f32 rounding per activation), so each row is two FMA chains of products — the
+//   reference's block sums scaled and added, in another order.
+// 4-bit (FP4, NVFP4, INT4): see FourBit. (Making the floats as bf16 << 16 with shuffles only
+//   measured no faster on Zen 4, slower for >1 row.)
 // BF16: a dword holds two bf16: shift left 16 = the even element, mask = the odd one.
 // F32: two accumulators per output.
 #include <immintrin.h>
@@ -40,12 +39,11 @@ inline __m256i e4m3_to_f16x16(const uint8_t* p) {
 void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, int64_t r0, int64_t rows, float* dst,
                     int64_t ld) {
   const int64_t K = w.cols, KB = K / 128;
-  const uint8_t* sw = w.scale + tile * w.scale_cols;
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in.x + (r0 + r) * in.ldx;
     const float* sx = in.sx + (r0 + r) * in.ldsx;
     for (int64_t b = 0; b < KB; ++b) {
-      const __m256 s = _mm256_set1_ps(driver_e8m0(sw[b]) * sx[b]);
+      const __m256 s = _mm256_set1_ps(driver_tile_scale(w, tile, b) * sx[b]);
       for (int c = 0; c < 128; c += 8)
         _mm256_storeu_ps(dst + r * ld + b * 128 + c, _mm256_mul_ps(_mm256_loadu_ps(x + b * 128 + c), s));
     }
@@ -146,24 +144,56 @@ inline __m256 e8m0x8(uint64_t bytes) {
   return _mm256_castsi256_ps(v);
 }
 
-struct Fp4 {
+// 8 block scales of a 4-bit weight row from scale index g on (nb ≤ 8 of them; the rest zero).
+template <WeightFormat kF>
+inline __m256 four_bit_scales8(const WeightView& w, const uint8_t* row_scales, int64_t g, int nb) {
+  constexpr int kBytes = four_bit_scale_bytes(kF);
+  alignas(16) uint8_t b[16] = {};
+  __builtin_memcpy(b, row_scales + g * kBytes, size_t(nb * kBytes));
+  const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(b));
+  if constexpr (kF == WeightFormat::FP4) {
+    uint64_t bytes;
+    __builtin_memcpy(&bytes, b, 8);
+    return e8m0x8(bytes);
+  } else if constexpr (kF == WeightFormat::NVFP4) {  // e4m3 → f16 (× 2^-8, exact) → f32, × 2^8 · global
+    __m128i h = _mm_cvtepi8_epi16(v);
+    h = _mm_and_si128(_mm_slli_epi16(h, 7), _mm_set1_epi16(int16_t(0xBFFF)));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f * w.global_scale));
+  } else {  // INT4: bf16
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+  }
+}
+
+// The 4-bit formats (FP4, NVFP4, INT4; see four_bit_shift). Per 32 bytes (64 columns) both
+// nibbles index a vpshufb table holding the high byte of each value's f16 encoding (the low byte
+// is zero for all sixteen e2m1 values and for the integers -8..7), unpacking against zero makes the
+// f16 words, vcvtph2ps the floats; activations are pair-split. Of each 32 columns, p0 sums
+// columns 0-15 and p1 columns 16-31: one block scale for both (FP4, INT4) or one each (NVFP4).
+template <WeightFormat kF>
+struct FourBit {
   static constexpr int kMaxRows = 4;
+  static constexpr int kShift = four_bit_shift(kF);
   static constexpr int features(int r) { return r == 1 ? 4 : r == 2 ? 2 : 1; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols;
-    // High bytes of the f16 encodings of 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives.
-    const __m256i lut = _mm256_setr_epi8(0x00, 0x38, 0x3C, 0x3E, 0x40, 0x42, 0x44, 0x46, int8_t(0x80), int8_t(0xB8),
-                                         int8_t(0xBC), int8_t(0xBE), int8_t(0xC0), int8_t(0xC2), int8_t(0xC4),
-                                         int8_t(0xC6), 0x00, 0x38, 0x3C, 0x3E, 0x40, 0x42, 0x44, 0x46, int8_t(0x80),
-                                         int8_t(0xB8), int8_t(0xBC), int8_t(0xBE), int8_t(0xC0), int8_t(0xC2),
-                                         int8_t(0xC4), int8_t(0xC6));
+    // High bytes of the f16 encodings of the sixteen codes' values (e2m1: 0, .5, 1, 1.5, 2, 3, 4, 6
+    // and their negatives; INT4: q − 8).
+    const __m128i lut16 = kF == WeightFormat::INT4
+                              ? _mm_setr_epi8(int8_t(0xC8), int8_t(0xC7), int8_t(0xC6), int8_t(0xC5), int8_t(0xC4),
+                                              int8_t(0xC2), int8_t(0xC0), int8_t(0xBC), 0x00, 0x3C, 0x40, 0x42, 0x44,
+                                              0x45, 0x46, 0x47)
+                              : _mm_setr_epi8(0x00, 0x38, 0x3C, 0x3E, 0x40, 0x42, 0x44, 0x46, int8_t(0x80),
+                                              int8_t(0xB8), int8_t(0xBC), int8_t(0xBE), int8_t(0xC0), int8_t(0xC2),
+                                              int8_t(0xC4), int8_t(0xC6));
+    const __m256i lut = _mm256_broadcastsi128_si256(lut16);
     const __m256i nibble = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+    const __m256i act_of_block = _mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), 7 - kShift);
     const uint8_t* wr[F];
     const uint8_t* sr[F];
     for (int f = 0; f < F; ++f) {
       wr[f] = w.data + (m + f) * (K / 2);
-      sr[f] = w.scale + (m + f) * w.scale_cols;
+      sr[f] = w.scale + (m + f) * w.scale_cols * four_bit_scale_bytes(kF);
     }
     const float* xr[R];
     const float* sxr[R];
@@ -174,28 +204,29 @@ struct Fp4 {
     __m256 tot[F][R];
     for (int f = 0; f < F; ++f)
       for (int r = 0; r < R; ++r) tot[f][r] = _mm256_setzero_ps();
-    const int64_t blocks = K / 32;
+    const int64_t blocks = K >> kShift;
     alignas(32) float sv[F][R][8];  // block multipliers s_w · s_x of 8 blocks
     for (int64_t g = 0; g < blocks; g += 8) {
-      const int nb = blocks - g < 8 ? int(blocks - g) : 8;  // 8 or 4 (K % 128 == 0)
+      const int nb = blocks - g < 8 ? int(blocks - g) : 8;
+      const int acts = ((nb << kShift) + 127) / 128;  // activation blocks the 8 cover
+      const __m256i amask = _mm256_cmpgt_epi32(_mm256_set1_epi32(acts), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
       for (int f = 0; f < F; ++f) {
-        uint64_t bytes = 0;
-        __builtin_memcpy(&bytes, sr[f] + g, size_t(nb));
-        const __m256 swv = e8m0x8(bytes);
+        const __m256 swv = four_bit_scales8<kF>(w, sr[f], g, nb);
         for (int r = 0; r < R; ++r) {
-          const __m128 lo = _mm_set1_ps(sxr[r][g / 4]), hi = _mm_set1_ps(nb == 8 ? sxr[r][g / 4 + 1] : 0.0f);
-          _mm256_store_ps(sv[f][r], _mm256_mul_ps(swv, _mm256_set_m128(hi, lo)));
+          const __m256 sxv = _mm256_permutevar8x32_ps(_mm256_maskload_ps(sxr[r] + (g << kShift) / 128, amask), act_of_block);
+          _mm256_store_ps(sv[f][r], _mm256_mul_ps(swv, sxv));
         }
       }
-      for (int j = 0; j < nb; j += 2) {  // two blocks of 32 per 32 bytes
-        const int64_t b = g + j;
+      const int64_t c0 = g << kShift, cols = int64_t(nb) << kShift;
+      for (int64_t j = 0; j < cols; j += 64) {  // 64 columns (32 bytes) per step
+        const int64_t b = (c0 + j) / 32;        // the step's first 32-column group
 #pragma GCC unroll 4
         for (int f = 0; f < F; ++f) {
           if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16));
           const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
           const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
-          // per 128-bit lane (one block): evens 0..14, evens 16..30, odds 1..15, odds 17..31
+          // per 128-bit lane (32 columns): evens 0..14, evens 16..30, odds 1..15, odds 17..31
           const __m256i e0 = _mm256_unpacklo_epi8(zero, lo), e1 = _mm256_unpackhi_epi8(zero, lo);
           const __m256i o0 = _mm256_unpacklo_epi8(zero, hi), o1 = _mm256_unpackhi_epi8(zero, hi);
 #pragma GCC unroll 2
@@ -204,6 +235,7 @@ struct Fp4 {
             const __m256 w1 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(e1, 1) : _mm256_castsi256_si128(e1));
             const __m256 w2 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o0, 1) : _mm256_castsi256_si128(o0));
             const __m256 w3 = _mm256_cvtph_ps(half ? _mm256_extracti128_si256(o1, 1) : _mm256_castsi256_si128(o1));
+            const int64_t col = j + 32 * half;  // within the group of 8 blocks
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
               const float* x = xr[r] + (b + half) * 32;
@@ -211,7 +243,12 @@ struct Fp4 {
               __m256 p1 = _mm256_mul_ps(_mm256_loadu_ps(x + 8), w1);
               p0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w2, p0);
               p1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w3, p1);
-              tot[f][r] = _mm256_fmadd_ps(_mm256_add_ps(p0, p1), _mm256_broadcast_ss(&sv[f][r][j + half]), tot[f][r]);
+              if constexpr (kShift >= 5) {
+                tot[f][r] = _mm256_fmadd_ps(_mm256_add_ps(p0, p1), _mm256_broadcast_ss(&sv[f][r][col >> kShift]), tot[f][r]);
+              } else {
+                tot[f][r] = _mm256_fmadd_ps(p0, _mm256_broadcast_ss(&sv[f][r][col >> kShift]), tot[f][r]);
+                tot[f][r] = _mm256_fmadd_ps(p1, _mm256_broadcast_ss(&sv[f][r][(col + 16) >> kShift]), tot[f][r]);
+              }
             }
           }
         }
@@ -299,6 +336,7 @@ GemmKernel avx2_gemm(const WeightView& w) {
   const int64_t K = w.cols;
   switch (w.format) {
     case WeightFormat::FP8:
+    case WeightFormat::FP8F:
       if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
         k.wants_scales = true;
         k.scale_factor = 256.0f;
@@ -306,10 +344,14 @@ GemmKernel avx2_gemm(const WeightView& w) {
       }
       break;
     case WeightFormat::FP4:
-      if (K % 128 == 0 && w.scale_cols == K / 32) {
+    case WeightFormat::NVFP4:
+    case WeightFormat::INT4:
+      if (four_bit_fits(w)) {
         k.layout = Layout::PairSplit32;
         k.wants_scales = true;
-        k.rows = drive<Fp4>;
+        k.rows = w.format == WeightFormat::FP4     ? drive<FourBit<WeightFormat::FP4>>
+                 : w.format == WeightFormat::NVFP4 ? drive<FourBit<WeightFormat::NVFP4>>
+                                                   : drive<FourBit<WeightFormat::INT4>>;
       }
       break;
     case WeightFormat::BF16:

@@ -1,13 +1,14 @@
 // AVX-512 product kernels (F/BW/VL/DQ), chosen at run time. The loop nest is gemm_driver.h;
 // here are the tiles: F outputs × R rows sharing each decoded weight vector.
 //
-// FP8: e4m3 → f16 bits (sign-extend to 16 bits, shift left 7, clear bit 14) → vcvtph2ps gives
-//   the value × 2^-8 exactly (f16's exponent bias is 8 more); the 2^8 and both block scales
-//   are folded into a copy of the activations per 128-row weight tile (exact: powers of two),
-//   so each row is two FMA chains of exact products.
-// FP4: 16 bytes → 16 dwords; vpermps looks up the low nibble (even column) and, after a shift,
-//   the high one (odd column) in a 16-entry f32 table: 4 instructions per 32 weights, with the
-//   activations pair-split so that no interleaving is needed.
+// FP8 (and FP8F): e4m3 → f16 bits (sign-extend to 16 bits, shift left 7, clear bit 14) →
+//   vcvtph2ps gives the value × 2^-8 exactly (f16's exponent bias is 8 more); the 2^8 and both
+//   block scales are folded into a copy of the activations per 128-row weight tile (exact for
+//   powers of two; FP8F's float multipliers cost one f32 rounding per activation), so each row
+//   is two FMA chains of products.
+// 4-bit (FP4, NVFP4, INT4): 16 bytes → 16 dwords; vpermps looks up the low nibble (even column)
+//   and, after a shift, the high one (odd column) in a 16-entry f32 table: 4 instructions per 32
+//   weights, with the activations pair-split so that no interleaving is needed.
 // BF16: a dword holds two bf16: shift left 16 = the even element, mask = the odd one.
 // F32: two accumulators per output (even/odd 16-lane chunks).
 #include <immintrin.h>
@@ -35,12 +36,11 @@ inline __m512 decode_e4m3x16(const uint8_t* p) {
 void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, int64_t r0, int64_t rows, float* dst,
                     int64_t ld) {
   const int64_t K = w.cols, KB = K / 128;
-  const uint8_t* sw = w.scale + tile * w.scale_cols;
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in.x + (r0 + r) * in.ldx;
     const float* sx = in.sx + (r0 + r) * in.ldsx;
     for (int64_t b = 0; b < KB; ++b) {
-      const __m512 s = _mm512_set1_ps(driver_e8m0(sw[b]) * sx[b]);
+      const __m512 s = _mm512_set1_ps(driver_tile_scale(w, tile, b) * sx[b]);
       for (int c = 0; c < 128; c += 16)
         _mm512_storeu_ps(dst + r * ld + b * 128 + c, _mm512_mul_ps(_mm512_loadu_ps(x + b * 128 + c), s));
     }
@@ -100,20 +100,29 @@ void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t
   });
 }
 
-struct Fp4 {
+// The 4-bit formats (FP4, NVFP4, INT4; see four_bit_shift): 16 bytes → 16 dwords; vpermps looks up
+// the low nibble (even column) and, after a shift, the high one (odd column) in a 16-entry f32
+// table, with the activations pair-split so that no interleaving is needed. Lane i of a 32-column
+// step holds columns 2i and 2i+1: one block scale per step (FP4, INT4) or one per 8 lanes (NVFP4).
+template <WeightFormat kF>
+struct FourBit {
   static constexpr int kMaxRows = 4;
+  static constexpr int kShift = four_bit_shift(kF);
   static constexpr int features(int r) { return r <= 2 ? 8 : 4; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
-    const int64_t K = w.cols, blocks = K / 32;
-    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
-                                        -2.0f, -3.0f, -4.0f, -6.0f);
-    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const int64_t K = w.cols, blocks = K >> kShift;
+    const __m512 table = kF == WeightFormat::INT4
+                             ? _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7)
+                             : _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f,
+                                              -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i act_of_block = _mm512_srli_epi32(iota, 7 - kShift);  // block i → activation block
     const uint8_t* wr[F];
     const uint8_t* sr[F];
     for (int f = 0; f < F; ++f) {
       wr[f] = w.data + (m + f) * (K / 2);
-      sr[f] = w.scale + (m + f) * w.scale_cols;
+      sr[f] = w.scale + (m + f) * w.scale_cols * four_bit_scale_bytes(kF);
     }
     const float* xr[R];
     const float* sxr[R];
@@ -127,17 +136,20 @@ struct Fp4 {
     alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
     for (int64_t g = 0; g < blocks; g += 16) {
       const int nb = blocks - g < 16 ? int(blocks - g) : 16;
-      const __mmask16 bmask = __mmask16((1u << nb) - 1);
-      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
+      const int acts = ((nb << kShift) + 127) / 128;  // activation blocks the 16 cover
+      const __mmask16 bmask = __mmask16((1u << nb) - 1), amask = __mmask16((1u << acts) - 1);
       for (int f = 0; f < F; ++f) {
-        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
+        const __m512 swv = four_bit_scales16<kF>(w, sr[f], g, bmask);
         for (int r = 0; r < R; ++r) {
-          const __m512 sxv = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
+          const __m512 sxv = _mm512_permutexvar_ps(act_of_block, _mm512_maskz_loadu_ps(amask, sxr[r] + (g << kShift) / 128));
           _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
         }
       }
-      for (int j = 0; j < nb; ++j) {
-        const int64_t b = g + j;
+      const int64_t b0 = (g << kShift) / 32, steps = (int64_t(nb) << kShift) / 32;
+      for (int64_t j = 0; j < steps; ++j) {
+        const int64_t b = b0 + j;  // 32 columns, 16 bytes per row
+        // NVFP4: lanes 0-7 take block 2j, lanes 8-15 block 2j + 1
+        const __m512i pair = _mm512_srli_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(32 * j)), _mm512_add_epi32(iota, iota)), kShift);
 #pragma GCC unroll 8
         for (int f = 0; f < F; ++f) {
           if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
@@ -149,7 +161,9 @@ struct Fp4 {
             const float* x = xr[r] + b * 32;
             __m512 blk = _mm512_mul_ps(_mm512_loadu_ps(x), we);
             blk = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), wo, blk);
-            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_set1_ps(sv[f][r][j]), tot[f][r]);
+            const __m512 s = kShift >= 5 ? _mm512_set1_ps(sv[f][r][(32 * j) >> kShift])
+                                         : _mm512_permutexvar_ps(pair, _mm512_load_ps(sv[f][r]));
+            tot[f][r] = _mm512_fmadd_ps(blk, s, tot[f][r]);
           }
         }
       }
@@ -231,6 +245,7 @@ GemmKernel avx512_gemm(const WeightView& w) {
   const int64_t K = w.cols;
   switch (w.format) {
     case WeightFormat::FP8:
+    case WeightFormat::FP8F:
       if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
         k.wants_scales = true;
         k.scale_factor = 256.0f;
@@ -238,10 +253,14 @@ GemmKernel avx512_gemm(const WeightView& w) {
       }
       break;
     case WeightFormat::FP4:
-      if (K % 128 == 0 && w.scale_cols == K / 32) {
+    case WeightFormat::NVFP4:
+    case WeightFormat::INT4:
+      if (four_bit_fits(w)) {
         k.layout = Layout::PairSplit32;
         k.wants_scales = true;
-        k.rows = drive<Fp4>;
+        k.rows = w.format == WeightFormat::FP4     ? drive<FourBit<WeightFormat::FP4>>
+                 : w.format == WeightFormat::NVFP4 ? drive<FourBit<WeightFormat::NVFP4>>
+                                                   : drive<FourBit<WeightFormat::INT4>>;
       }
       break;
     case WeightFormat::BF16:

@@ -11,10 +11,7 @@
 //   reference's block sums scaled and added, in another order — with no per-block work: a
 //   verification pass of 4 rows stays near the cost of one. Steps of 5 rows or more decode each
 //   group of 8 weight rows once for all rows (gemm_decoded.h), with the same chains.
-// FP4: 32 bytes widen to 32 words; vpermw on the low nibble (the table is repeated, so the high
-//   nibble's low bit does not matter) gives the even columns, on the shifted word the odd ones
-//   (activations Bf16PairSplit64). The lanes of one 64-column step hold two 32-wide blocks
-//   (lanes 0-7 and 8-15), scaled by a vector of two block scales.
+// 4-bit (FP4, NVFP4, INT4): see FourBit.
 // BF16: the weights are the bf16 operands as stored.
 #pragma GCC target("avx512bf16,avx512vbmi")
 #include <immintrin.h>
@@ -103,23 +100,38 @@ struct Fp8 {
   }
 };
 
-struct Fp4 {
+// The 4-bit formats (FP4, NVFP4, INT4; see four_bit_shift): 32 bytes widen to 32 words; vpermw
+// on the low nibble (the table is repeated, so the high nibble's low bit does not matter) gives
+// the even columns, on the shifted word the odd ones (activations Bf16PairSplit64). Lane i of a
+// 64-column step holds columns 4i..4i+3: FP4 blocks cover 8 lanes, NVFP4 blocks 4, INT4 all 16.
+template <WeightFormat kF>
+struct FourBit {
   static constexpr int kMaxRows = 4;
+  static constexpr int kShift = four_bit_shift(kF);
   static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
-    const int64_t K = w.cols, blocks = K / 32;
-    // bf16 of 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives, twice (vpermw reads 5 index bits).
-    const __m512i table = _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, 0xBF008000,
-                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080),
-                                            0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
-                                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080));
-    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const int64_t K = w.cols, blocks = K >> kShift;
+    // bf16 of the sixteen codes' values, twice (vpermw reads 5 index bits): e2m1 (0, .5, 1, 1.5,
+    // 2, 3, 4, 6 and their negatives) or INT4 (q − 8).
+    const __m512i table =
+        kF == WeightFormat::INT4
+            ? _mm512_setr_epi32(int32_t(0xC0E0C100), int32_t(0xC0A0C0C0), int32_t(0xC040C080), int32_t(0xBF80C000),
+                                0x3F800000, 0x40404000, 0x40A04080, 0x40E040C0, int32_t(0xC0E0C100),
+                                int32_t(0xC0A0C0C0), int32_t(0xC040C080), int32_t(0xBF80C000), 0x3F800000, 0x40404000,
+                                0x40A04080, 0x40E040C0)
+            : _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
+                                int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080), 0x3F000000, 0x3FC03F80,
+                                0x40404000, 0x40C04080, int32_t(0xBF008000), int32_t(0xBFC0BF80), int32_t(0xC040C000),
+                                int32_t(0xC0C0C080));
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i act_of_block = _mm512_srli_epi32(iota, 7 - kShift);  // block i → activation block
+    const __m512i lane_col = _mm512_slli_epi32(iota, 2);                 // lane i → its first column
     const uint8_t* wr[F];
     const uint8_t* sr[F];
     for (int f = 0; f < F; ++f) {
       wr[f] = w.data + (m + f) * (K / 2);
-      sr[f] = w.scale + (m + f) * w.scale_cols;
+      sr[f] = w.scale + (m + f) * w.scale_cols * four_bit_scale_bytes(kF);
     }
     const uint16_t* xr[R];
     const float* sxr[R];
@@ -132,21 +144,21 @@ struct Fp4 {
       for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
     alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
     for (int64_t g = 0; g < blocks; g += 16) {
-      const int nb = blocks - g < 16 ? int(blocks - g) : 16;  // even: K % 128 == 0
-      const __mmask16 bmask = __mmask16((1u << nb) - 1);
-      const __mmask8 amask = __mmask8((1u << ((nb + 3) / 4)) - 1);
+      const int nb = blocks - g < 16 ? int(blocks - g) : 16;
+      const int acts = ((nb << kShift) + 127) / 128;  // activation blocks the 16 cover
+      const __mmask16 bmask = __mmask16((1u << nb) - 1), amask = __mmask16((1u << acts) - 1);
       for (int f = 0; f < F; ++f) {
-        const __m512 swv = e8m0x16(_mm_maskz_loadu_epi8(bmask, sr[f] + g));
+        const __m512 swv = four_bit_scales16<kF>(w, sr[f], g, bmask);
         for (int r = 0; r < R; ++r) {
           const __m512 sxv =
-              _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_maskz_loadu_ps(amask, sxr[r] + g / 4)));
+              _mm512_permutexvar_ps(act_of_block, _mm512_maskz_loadu_ps(amask, sxr[r] + (g << kShift) / 128));
           _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
         }
       }
-      for (int j = 0; j < nb; j += 2) {  // two blocks (64 columns, 32 bytes) per step
-        const int64_t b = g + j;
-        const __m512i pair = _mm512_or_si512(_mm512_set1_epi32(j),
-                                             _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+      const int64_t c0 = g << kShift, cols = int64_t(nb) << kShift;
+      for (int64_t j = 0; j < cols; j += 64) {  // 64 columns (32 bytes) per step
+        const int64_t b = (c0 + j) / 32;        // the step's first 32-column group
+        const __m512i block_of_lane = _mm512_srli_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(j)), lane_col), kShift);
 #pragma GCC unroll 8
         for (int f = 0; f < F; ++f) {
           if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
@@ -157,7 +169,9 @@ struct Fp4 {
           for (int r = 0; r < R; ++r) {
             const uint16_t* x = xr[r] + b * 32;
             const __m512 blk = dot(dot(_mm512_setzero_ps(), _mm512_loadu_si512(x), we), _mm512_loadu_si512(x + 32), wo);
-            tot[f][r] = _mm512_fmadd_ps(blk, _mm512_permutexvar_ps(pair, _mm512_load_ps(sv[f][r])), tot[f][r]);
+            const __m512 s = kShift >= 7 ? _mm512_set1_ps(sv[f][r][j >> kShift])
+                                         : _mm512_permutexvar_ps(block_of_lane, _mm512_load_ps(sv[f][r]));
+            tot[f][r] = _mm512_fmadd_ps(blk, s, tot[f][r]);
           }
         }
       }
@@ -274,10 +288,14 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
       }
       break;
     case WeightFormat::FP4:
-      if (K % 128 == 0 && w.scale_cols == K / 32) {
+    case WeightFormat::NVFP4:
+    case WeightFormat::INT4:  // (INT4's activations, bf16 values in the model, are exact in bf16)
+      if (four_bit_fits(w)) {
         k.layout = Layout::Bf16PairSplit64;
         k.wants_scales = true;
-        k.rows = drive<Fp4>;
+        k.rows = w.format == WeightFormat::FP4     ? drive<FourBit<WeightFormat::FP4>>
+                 : w.format == WeightFormat::NVFP4 ? drive<FourBit<WeightFormat::NVFP4>>
+                                                   : drive<FourBit<WeightFormat::INT4>>;
       }
       break;
     case WeightFormat::BF16:
@@ -286,7 +304,7 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
         k.rows = drive<Bf16>;
       }
       break;
-    default: break;  // F32: the AVX-512 FMA kernel
+    default: break;  // F32, and FP8F (its float multipliers are not exact in bf16): the AVX-512 FMA kernels
   }
   return k;
 }

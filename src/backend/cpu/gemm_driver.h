@@ -37,6 +37,26 @@ inline float driver_e8m0(uint8_t b) {
   return f;
 }
 
+// The multiplier of 128×128 weight tile (tile, b): E8M0 for FP8, an F32 for FP8F (the FP8 kernels
+// fold it into the activations: exact for a power of two, one f32 rounding per activation otherwise).
+inline float driver_tile_scale(const WeightView& w, int64_t tile, int64_t b) {
+  if (w.format != WeightFormat::FP8F) return driver_e8m0(w.scale[tile * w.scale_cols + b]);
+  float s;
+  __builtin_memcpy(&s, w.scale + (tile * w.scale_cols + b) * 4, 4);
+  return s;
+}
+
+// The 4-bit formats share one kernel shape (FourBit<format> in each instruction set's file): codes
+// two per byte, the low nibble the even column; one scale per block of 2^shift columns of a row.
+//   FP4 (MXFP4): e2m1 × E8M0 per 32.   NVFP4: e2m1 × (E4M3 × the global scale) per 16.
+//   INT4 (W4A16): (q − 8) × BF16 per 128.
+constexpr int four_bit_shift(WeightFormat f) { return f == WeightFormat::NVFP4 ? 4 : f == WeightFormat::INT4 ? 7 : 5; }
+constexpr int four_bit_scale_bytes(WeightFormat f) { return f == WeightFormat::INT4 ? 2 : 1; }
+// Whether `w` has the geometry the 4-bit kernels need (whole 128-column activation blocks).
+inline bool four_bit_fits(const WeightView& w) {
+  return w.cols % 128 == 0 && w.scale_cols == (w.cols >> four_bit_shift(w.format));
+}
+
 #ifdef __AVX512F__
 // 16 E8M0 bytes → 16 floats 2^(b-127) (0 → 2^-127, 0xFF → NaN), as driver_e8m0 (AVX-512 kernels).
 inline __m512 e8m0x16(__m128i bytes) {
@@ -45,6 +65,21 @@ inline __m512 e8m0x16(__m128i bytes) {
   v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
   v = _mm512_mask_mov_epi32(v, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), _mm512_set1_epi32(0x7FC00000));
   return _mm512_castsi512_ps(v);
+}
+
+// 16 block scales of a 4-bit weight row from scale index g on (masked: nb < 16 at a row's end).
+template <WeightFormat kF>
+inline __m512 four_bit_scales16(const WeightView& w, const uint8_t* row_scales, int64_t g, __mmask16 m) {
+  if constexpr (kF == WeightFormat::FP4) {
+    return e8m0x16(_mm_maskz_loadu_epi8(m, row_scales + g));
+  } else if constexpr (kF == WeightFormat::NVFP4) {  // e4m3 → f16 (× 2^-8, exact) → f32, × 2^8 · global
+    __m256i h = _mm256_cvtepi8_epi16(_mm_maskz_loadu_epi8(m, row_scales + g));
+    h = _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16(int16_t(0xBFFF)));
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f * w.global_scale));
+  } else {  // INT4: bf16
+    const __m256i h = _mm256_maskz_loadu_epi16(m, row_scales + 2 * g);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
 }
 #endif
 
