@@ -9,6 +9,10 @@ packages=(g++ cmake ninja-build pkg-config ca-certificates
 # client for the server tests; any recent
 # Node.js already on the machine will do.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+# The sanitized runs (scripts/test.sh --sanitize): clang, libFuzzer and the symbolizer (llvm).
+if [[ "${DSV4_SANITIZERS:-0}" == 1 ]]; then
+  packages+=(clang libfuzzer-14-dev llvm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 #include "io/config.h"
 
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -39,7 +40,8 @@ class Reader {
     if (!j_.contains(key) || j_[key].is_null()) return;
     const json& v = j_[key];
     if (v.is_number_integer()) { out = v.get<int64_t>(); return; }
-    if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) {
+    if (v.is_number_float() && std::fabs(v.get<double>()) < 0x1p62 &&  // (a cast out of range is undefined)
+        v.get<double>() == double(int64_t(v.get<double>()))) {
       out = int64_t(v.get<double>());
       return;
     }

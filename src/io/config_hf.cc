@@ -17,7 +17,8 @@ constexpr const char* kCsa = "compressed_sparse_attention";
 constexpr const char* kHca = "heavily_compressed_attention";
 
 int64_t int_of(const json& v, const std::string& source, const std::string& key) {
-  DSV4_CHECK(v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())),
+  DSV4_CHECK(v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) &&
+                                        std::fabs(v.get<double>()) < 0x1p62),  // (a cast out of range is undefined)
              source, ": key '", key, "' must be an integer, got ", v.dump());
   return v.is_number_integer() ? v.get<int64_t>() : int64_t(v.get<double>());
 }
@@ -46,6 +47,11 @@ void read_layer_types(const json& j, const std::string& source, ModelConfig& c) 
       ratio = kind == kCsa ? 4 : 128;
       if (rates.is_array()) ratio = int_of(rates[i], source, cat("compress_rates[", i, "]"));
       else if (rates.contains(kind)) ratio = int_of(rates[kind], source, "compress_rates." + kind);
+      // The kind is what the ratio means to the model (4: compressed sparse, with the indexer): a
+      // rate that says otherwise would silently run another kind of attention.
+      DSV4_CHECK((kind == kCsa) == (ratio == 4) && ratio > 0, source, ": layer ", i, " is ", kind,
+                 " with compression rate ", ratio, "; expected ",
+                 kind == kCsa ? "4 (the indexed, compressed sparse attention)" : "a rate above 0 other than 4");
     } else {
       throw Error(cat(source, ": key 'layer_types' entry ", i, " is '", kind, "'; expected ", kSliding, ", ", kCsa,
                       " or ", kHca));
@@ -117,23 +123,25 @@ json to_hf_config_json(const ModelConfig& c) {
   for (const char* key : {"compress_ratios", "num_hash_layers", "qk_rope_head_dim", "rope_scaling", "rope_theta",
                           "compress_rope_theta"})
     j.erase(key);
-  json types = json::array(), mlp = json::array();
+  json types = json::array(), mlp = json::array(), per_layer = json::array();
   json rates = json::object();
+  bool one_rate_per_kind = true;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const int64_t r = c.compress_ratio(l);
     const char* kind = r == 0 ? kSliding : r == 4 ? kCsa : kHca;  // ratio 4 is the one with the indexer
     if (r != 0) {
-      DSV4_CHECK(!rates.contains(kind) || rates[kind] == r, "config: layer ", l, " has ratio ", r, " but another ",
-                 kind, " layer has ", rates.contains(kind) ? rates[kind].dump() : "", ": no HF spelling");
+      one_rate_per_kind &= !rates.contains(kind) || rates[kind] == r;
       rates[kind] = r;
     }
     types.push_back(kind);
+    per_layer.push_back(r);
     mlp.push_back(c.is_hash_layer(l) ? "hash_moe" : "moe");
   }
   if (!rates.contains(kCsa)) rates[kCsa] = 4;
   if (!rates.contains(kHca)) rates[kHca] = 128;
   j["layer_types"] = types;
-  j["compress_rates"] = rates;
+  // By kind where each kind has one ratio (as transformers writes it), else one entry per layer.
+  j["compress_rates"] = one_rate_per_kind ? rates : per_layer;
   j["mlp_layer_types"] = mlp;
   j["partial_rotary_factor"] = double(c.qk_rope_head_dim) / double(c.head_dim);
   json compress = {{"rope_type", "default"}, {"rope_theta", c.compress_rope_theta}};

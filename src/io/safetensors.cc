@@ -87,7 +87,7 @@ void SafetensorsFile::parse_header() {
         metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
       continue;
     }
-    auto where = [&] { return cat(file, ": tensor '", name, "'"); };
+    auto where = [&, &name = name] { return cat(file, ": tensor '", name, "'"); };  // (a binding: clang 14 captures none)
     DSV4_CHECK(entry.is_object(), where(), ": entry is not an object");
     DSV4_CHECK(entry.contains("dtype") && entry["dtype"].is_string(), where(), ": missing dtype");
     DSV4_CHECK(entry.contains("shape") && entry["shape"].is_array(), where(), ": missing shape");

@@ -31,7 +31,7 @@ Json parse_body(const std::string& body) {
     Json j = Json::parse(body);
     if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
     return j;
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number past any double
     throw ApiError(400, std::string("malformed JSON in the request body: ") + e.what());
   }
 }

@@ -52,8 +52,7 @@ MarkerScanner::Result MarkerScanner::push(const std::string& text) {
 std::string MarkerScanner::flush() { return std::exchange(pending_, {}); }
 
 TextStream::TextStream(const text::Tokenizer& tokenizer, TextStreamOptions options)
-    : tokenizer_(tokenizer),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       decoder_(tokenizer, options_.skip_special),
       stops_(options_.stop),
       reasoning_end_({std::string(text::kThinkingEndToken)}),

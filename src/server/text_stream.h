@@ -71,7 +71,6 @@ class TextStream {
   void route(std::string text, TextDelta& out);  // after stop matching
   void close_tool_block(TextDelta& out);
 
-  const text::Tokenizer& tokenizer_;
   TextStreamOptions options_;
   text::StreamingDecoder decoder_;
   MarkerScanner stops_;

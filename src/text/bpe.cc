@@ -124,7 +124,9 @@ BpeModel BpeModel::from_json(const nlohmann::json& spec) {
   int32_t rank = 0;
   for (size_t i = 0; i < merges.size(); ++i) {
     if (merges[i].is_string() && merges[i].get_ref<const std::string&>().starts_with("#version")) continue;
-    const auto [left, right] = merge_pair(merges[i], i);
+    const auto pair = merge_pair(merges[i], i);
+    const std::string& left = pair.first;  // (not a structured binding: clang 14 cannot capture those)
+    const std::string& right = pair.second;
     const auto lookup = [&](const std::string& token) {
       const auto it = model.vocab_.find(token);
       if (it == model.vocab_.end()) {

@@ -353,6 +353,11 @@ std::string encode_messages(const nlohmann::ordered_json& messages_in, ChatMode 
   if (thinking && drop_thinking) {
     full = drop_thinking_messages(full);
     to_render = full.size() - drop_thinking_messages(context).size();
+    // (The reference's arithmetic: a context that loses fewer messages on its own than inside the
+    // whole conversation would make it count past the start, where Python's negative indices wrap.)
+    if (to_render > full.size())
+      throw ChatFormatError("the context and the messages disagree on which reasoning to drop (" +
+                            std::to_string(to_render) + " messages to render of " + std::to_string(full.size()) + ")");
     context_length = full.size() - to_render;
   }
   for (size_t i = 0; i < to_render; ++i) {

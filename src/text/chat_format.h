@@ -78,7 +78,8 @@ struct ParsedMessage {
 // Parses one assistant turn as generated after the prompt: in thinking mode
 // "reasoning</think>content[tool calls]<｜end▁of▁sentence｜>", in chat mode the same
 // without the reasoning part. Like the reference, it accepts only well-formed text and
-// throws ChatFormatError otherwise (the EOS may be missing after tool calls).
+// throws ChatFormatError otherwise (the EOS may be missing after tool calls; text that is not
+// UTF-8 is malformed too).
 ParsedMessage parse_completion(std::string_view completion, ChatMode mode);
 
 }  // namespace dsv4::text

@@ -155,6 +155,9 @@ ToolCallsRead parse_tool_calls(size_t index, std::string_view text) {
 }  // namespace
 
 ParsedMessage parse_completion(std::string_view text, ChatMode mode) {
+  // (Decoded text always is UTF-8; the reference's str cannot be anything else. Bytes that are
+  // not would end up inside tool-call arguments, which must be JSON.)
+  if (const auto bad = first_invalid_utf8(text)) fail("not UTF-8 at byte " + std::to_string(*bad));
   ParsedMessage message;
   size_t index = 0;
   if (mode == ChatMode::Thinking) {

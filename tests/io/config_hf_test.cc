@@ -90,6 +90,13 @@ TEST(ConfigHfDialect, ToHfJsonRoundTrips) {
   EXPECT_FALSE(hf.contains("rope_scaling"));
   EXPECT_EQ(hf["layer_types"].size(), size_t(tiny.num_hidden_layers));
   EXPECT_EQ(parse_config(hf, "hf.json").to_json(), tiny.to_json());
+  // Two heavily compressed layers with different ratios: one rate per layer (found by fuzzing: the
+  // by-kind form cannot say it).
+  ModelConfig mixed = tiny;
+  mixed.compress_ratios[3] = 64;
+  const json mixed_hf = to_hf_config_json(mixed);
+  EXPECT_TRUE(mixed_hf["compress_rates"].is_array());
+  EXPECT_EQ(parse_config(mixed_hf, "hf.json").to_json(), mixed.to_json());
 }
 
 TEST(ConfigHfDialect, ErrorsNameTheKey) {
@@ -102,6 +109,9 @@ TEST(ConfigHfDialect, ErrorsNameTheKey) {
     }
   };
   json j = v4_flash_hf_json();
+  j["compress_rates"]["compressed_sparse_attention"] = 8;  // ratio 4 is what makes a layer CSA
+  expect_error(j, {"layer 2 is compressed_sparse_attention with compression rate 8", "expected 4"});
+  j = v4_flash_hf_json();
   j["layer_types"][5] = "full_attention";
   expect_error(j, {"layer_types", "entry 5", "full_attention"});
   j = v4_flash_hf_json();

@@ -110,6 +110,12 @@ TEST(OpenAiProtocol, BadRequestsNameTheField) {
     EXPECT_EQ(e.status(), 400);
   }
   EXPECT_THROW(parse_body("[1]"), ApiError);
+  try {  // a number past any double: nlohmann's out_of_range, not a parse_error (found by fuzzing)
+    parse_body("{\"model\": 7777777777777777777777E7777777}");
+    FAIL() << "an overflowing number accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+  }
 }
 
 }  // namespace

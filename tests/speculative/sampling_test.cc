@@ -228,7 +228,9 @@ TEST(SpeculativeSampling, SameSeedSameStreamAloneOrInABatch) {
         if (crowded && step == 7) decoder.add(test::random_prompt(9, V, 93), other);
         decoder.step();
       }
-      EXPECT_GT(decoder.metrics().partial_steps + decoder.metrics().rejected_steps, 10) << "no rollbacks";
+      // Rollbacks happened (how many follows the sampled stream, which is not the same from one
+      // compiler to another: 20-28 per k alone in the GCC build, 9-25 in clang's sanitized one).
+      EXPECT_GT(decoder.metrics().partial_steps + decoder.metrics().rejected_steps, 4) << "no rollbacks";
       return decoder.release(id).tokens;
     };
     const auto alone = run(false);

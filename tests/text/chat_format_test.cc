@@ -89,6 +89,13 @@ TEST(ChatParse, ChatModeTurnOfCase2) {
   EXPECT_EQ(parsed, (ParsedMessage{"", "Hi there! How can I help you?", {}}));
 }
 
+// Bytes that are not UTF-8 are malformed text, not tool-call arguments that are not JSON (found by
+// fuzzing: a broken byte inside a string parameter's value).
+TEST(ChatParse, TextThatIsNotUtf8IsMalformed) {
+  EXPECT_THROW(parse_completion("caf\xC3</think>ok<｜end▁of▁sentence｜>", ChatMode::Thinking), ChatFormatError);
+  EXPECT_THROW(parse_completion("ok\xFF<｜end▁of▁sentence｜>", ChatMode::Chat), ChatFormatError);
+}
+
 TEST(ChatParse, ReadmeExample) {
   const ParsedMessage parsed =
       parse_completion("Simple arithmetic.</think>2 + 2 = 4.<｜end▁of▁sentence｜>", ChatMode::Thinking);

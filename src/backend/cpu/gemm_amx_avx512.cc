@@ -12,15 +12,16 @@
 // the decoded words (Fp4Row), the activations' into the activations (fold_scales); FP8 — the
 // weight tile's scale is added to the exponents of the decoded words (clamped as Fp4Row's: the
 // e4m3 exponents 118..135 stay normal for scales 2^-117 .. 2^119; 0xFF gives NaN words).
-#pragma GCC target("avx512bf16,avx512vbmi,amx-tile,amx-bf16")
 #include <immintrin.h>
 
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/gemm.h"
 
 // GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace dsv4::cpu {
 

@@ -16,8 +16,10 @@
 #include "backend/cpu/gemm.h"
 
 // GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace dsv4::cpu {
 
@@ -50,7 +52,6 @@ void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, 
 // Tiles over activations scaled for their weight tile: per (output, row) two FMA chains (even and
 // odd 16-wide chunks) over the whole row, no per-block work.
 struct Fp8 {
-  static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r == 1 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {

@@ -13,14 +13,15 @@
 //   group of 8 weight rows once for all rows (gemm_decoded.h), with the same chains.
 // 4-bit (FP4, NVFP4, INT4): see FourBit.
 // BF16: the weights are the bf16 operands as stored.
-#pragma GCC target("avx512bf16,avx512vbmi")
 #include <immintrin.h>
 
 #include "backend/cpu/gemm.h"
 
 // GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace dsv4::cpu {
 
@@ -61,7 +62,6 @@ void scale_for_tile(const PreparedInput& in, const WeightView& w, int64_t tile, 
 // (output, row) one vdpbf16ps chain over the whole row, no per-block scaling. Each block's
 // activations are loaded once for all the tile's outputs.
 struct Fp8 {
-  static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r == 1 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
@@ -238,7 +238,6 @@ void drive_fp8(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t
 }
 
 using DecodedWord = uint16_t;
-inline const uint16_t* activation_rows(const PreparedInput& in) { return in.xb; }
 constexpr int kDecodedRows = 4;  // 4 outputs × 4 rows: 16 accumulators
 #include "backend/cpu/gemm_decoded.h"
 

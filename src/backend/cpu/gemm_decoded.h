@@ -4,7 +4,6 @@
 // anonymous namespace, after it defines
 //   using DecodedWord = ...;                       // the decoded weights' and activations' type
 //   constexpr int kDecodedRows = ...;              // rows per decoded tile (2 or 4: registers)
-//   const DecodedWord* activation_rows(const PreparedInput&);
 //   constexpr int kStateFloats = ...;              // a tile's running sums per (output, row)
 //   template <int F, int R> void decoded_tile(const DecodedWord* wd, int64_t K, const DecodedWord* x,
 //       int64_t ldx, int64_t k0, int64_t k1, float* state, bool first, bool last, float* out);

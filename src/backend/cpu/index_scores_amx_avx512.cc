@@ -3,7 +3,6 @@
 // B[16 dim pairs][16 entries][2], with A the query row in bf16 and B the entries' bf16 key rows
 // transposed into dim pairs (a 16×16 transpose of 32-bit words per 32 dims, in registers). The
 // epilogue then takes the reference's rounding steps with the 16 entries in the lanes, heads in order.
-#pragma GCC target("avx512bw,avx512vl,avx512dq,amx-tile,amx-bf16")
 #include <immintrin.h>
 
 #include <algorithm>
@@ -15,8 +14,10 @@
 #include "cache/row_pool.h"
 
 // GCC 12 flags the intentionally undefined lanes inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace dsv4::cpu {
 
