@@ -265,6 +265,74 @@ void expect_load_error(const fs::path& dir, const std::vector<std::string>& part
   for (const std::string& p : parts) EXPECT_NE(r.out.find(p), std::string::npos) << "'" << p << "' not in: " << r.out;
 }
 
+// The INT4 experts against the same dequantized values stored plainly: (q − 8) × scale has up to
+// 11 significant bits, more than BF16 holds, so the plain copy is F32 — the same unquantized-
+// activation path as BF16 (W4A16: neither quantizes its activations). Only the summation order
+// differs: the bound of Fp8ExpertsAgreeWithTheRelease, and the same greedy tokens.
+TEST(Encodings, Int4MatchesItsDequantizedValues) {
+  const fs::path int4 = make("enc_int4_plain", "ct-int4");
+  int rewritten = 0;
+  const fs::path plain = edited_copy(int4, "enc_int4_plain_f32", [&](std::vector<StoredTensor>& ts) {
+    std::vector<StoredTensor> out;
+    for (const StoredTensor& t : ts) {
+      if (!t.name.ends_with(".weight_packed")) continue;
+      const std::string p = t.name.substr(0, t.name.size() - std::string(".weight_packed").size());
+      const StoredTensor& scale = find(ts, p + ".weight_scale");
+      const int64_t rows = t.shape[0], cols = t.shape[1] * 8, groups = cols / kInt4Group;
+      std::vector<uint8_t> bytes(size_t(rows * cols) * 4);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          uint16_t h;
+          std::memcpy(&h, scale.bytes.data() + 2 * (r * groups + c / kInt4Group), 2);
+          const float v = int4_packed_at(t.bytes.data() + r * (cols / 2), c) * bf16_to_f32(h);
+          std::memcpy(bytes.data() + 4 * (r * cols + c), &v, 4);
+        }
+      out.push_back({p + ".weight", DType::F32, {rows, cols}, std::move(bytes)});
+      ++rewritten;
+    }
+    std::erase_if(ts, [](const StoredTensor& t) {
+      return t.name.ends_with(".weight_packed") || t.name.ends_with(".weight_shape") ||
+             (t.name.ends_with(".weight_scale") && t.dtype == DType::BF16 && t.name.find("experts.") != std::string::npos);
+    });
+    for (StoredTensor& t : out) ts.push_back(std::move(t));
+  });
+  ASSERT_GT(rewritten, 10);
+  EXPECT_EQ(module(inspect(plain), "routed experts")["encoding"], "F32 100%");
+  EXPECT_EQ(generate(int4, 0)["tokens"], generate(plain, 0)["tokens"]);
+  const auto a = logits(int4), b = logits(plain);  // (last: `score` writes its file into the model's folder)
+  EXPECT_LT(max_row_rel_l2(a.first, b.first), 2e-3);
+  EXPECT_LT(max_row_rel_l2(a.second, b.second), 2e-3);
+  // (On the tiny model the sums come out bit-identical; inspect above shows the F32 path was taken.)
+}
+
+// compressed-tensors keeps the MTP in BF16 beside an NVFP4 / FP8 target: on the partial-acceptance
+// preset it drafts with the release's acceptance (the same weights; only its activations are not
+// quantized), and speculation keeps the greedy output.
+TEST(Encodings, Bf16MtpDraftsWithTheReleasesAcceptance) {
+  auto run = [](const std::string& encoding) {
+    const fs::path dir = test::scratch_dir("enc_mirror_" + encoding);
+    const auto made = test::run_cli("make-checkpoint --quiet --preset mirror --seed 4 --encoding " + encoding +
+                                    " --out " + dir.string());
+    EXPECT_EQ(made.exit_code, 0) << made.out;
+    auto gen = [&](int draft) {
+      const auto r = test::run_cli("generate --model " + dir.string() + " --prompt-tokens " + kTokens +
+                                   " --max-new-tokens 96 --ignore-eos --json --draft " + std::to_string(draft));
+      EXPECT_EQ(r.exit_code, 0) << r.out;
+      return json::parse(r.out.substr(r.out.find('{')));
+    };
+    const json spec = gen(2);
+    EXPECT_EQ(spec["tokens"], gen(0)["tokens"]) << encoding;
+    const double drafted = spec["drafted"].get<double>();
+    EXPECT_GT(drafted, 40) << encoding;
+    return spec["accepted"].get<double>() / drafted;
+  };
+  const double release = run("release"), bf16_mtp = run("ct-nvfp4");
+  std::printf("acceptance: release %.3f, ct-nvfp4 (BF16 MTP) %.3f\n", release, bf16_mtp);
+  EXPECT_GT(release, 0.2);  // partial acceptance: the preset's point
+  EXPECT_LT(release, 0.98);
+  EXPECT_NEAR(bf16_mtp, release, 0.05);
+}
+
 // Hyper-connection, ape, attention-sink and gate-bias vectors stored in BF16 (as conversions that
 // store every tensor in BF16 do) load widened to F32: the logits equal, bit for bit, those of F32
 // tensors holding the same bf16-rounded values. (A BF16 vector read as F32 bytes would be garbage.)
