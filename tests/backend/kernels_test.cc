@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd.h"
+#include "backend/op_compare.h"
 #include "core/number_formats.h"
 #include "support/cpu_isas.h"
 
@@ -121,29 +122,7 @@ std::vector<float> make_input(int64_t n, int64_t K, uint64_t seed) {
   return x;
 }
 
-float weight_value(const WeightView& w, int64_t m, int64_t k) {
-  switch (w.format) {
-    case WeightFormat::FP8:
-      return e4m3_to_f32(w.data[m * w.cols + k]) * e8m0_to_f32(w.scale[(m / 128) * w.scale_cols + k / 128]);
-    case WeightFormat::FP4:
-      return fp4_packed_at(w.data + m * (w.cols / 2), k) * e8m0_to_f32(w.scale[m * w.scale_cols + k / 32]);
-    case WeightFormat::NVFP4:
-      return fp4_packed_at(w.data + m * (w.cols / 2), k) *
-             (e4m3_to_f32(w.scale[m * w.scale_cols + k / 16]) * w.global_scale);
-    case WeightFormat::FP8F: {
-      float s;
-      std::memcpy(&s, w.scale + ((m / 128) * w.scale_cols + k / 128) * 4, 4);
-      return e4m3_to_f32(w.data[m * w.cols + k]) * s;
-    }
-    case WeightFormat::INT4: {
-      uint16_t h;
-      std::memcpy(&h, w.scale + (m * w.scale_cols + k / 128) * 2, 2);
-      return int4_packed_at(w.data + m * (w.cols / 2), k) * bf16_to_f32(h);
-    }
-    case WeightFormat::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(w.data)[m * w.cols + k]);
-    default: return reinterpret_cast<const float*>(w.data)[m * w.cols + k];
-  }
-}
+using test::weight_value;  // (op_compare.h: codes times their scales, every format)
 
 struct Product {
   std::vector<float> y, bound;  // [n, M] results and allowed |difference|
