@@ -26,7 +26,7 @@ using nlohmann::json;
 
 const std::string kTokens = "0,5,17,99,3,250,7,64,11";
 
-fs::path make(const std::string& test, const std::string& encoding, const std::string& extra = "") {
+fs::path make_encoded(const std::string& test, const std::string& encoding, const std::string& extra = "") {
   const fs::path dir = test::scratch_dir(test + "_" + encoding);
   const auto r = test::run_cli("make-checkpoint --quiet --preset tiny --seed 4 --encoding " + encoding + extra +
                                " --out " + dir.string());
@@ -78,14 +78,14 @@ constexpr double kBf16PerToken = kRoutedTokens * kExpertValues * 2;
 constexpr double kNvfp4PerToken = kRoutedTokens * (kExpertValues / 2 + kExpertValues / 16);
 
 TEST(Encodings, EachLoadsAndInspectShowsItsEncoding) {
-  const json release = inspect(make("enc_inspect", "release"));
-  const json bf16 = inspect(make("enc_inspect", "bf16"));
-  const json hf = inspect(make("enc_inspect", "hf-bf16"));
-  const json fp8 = inspect(make("enc_inspect", "fp8-experts"));
-  const json nvfp4 = inspect(make("enc_inspect", "nvfp4"));
-  const json ct = inspect(make("enc_inspect", "ct-nvfp4"));
-  const json ct_fp8 = inspect(make("enc_inspect", "ct-fp8"));
-  const json int4 = inspect(make("enc_inspect", "ct-int4"));
+  const json release = inspect(make_encoded("enc_inspect", "release"));
+  const json bf16 = inspect(make_encoded("enc_inspect", "bf16"));
+  const json hf = inspect(make_encoded("enc_inspect", "hf-bf16"));
+  const json fp8 = inspect(make_encoded("enc_inspect", "fp8-experts"));
+  const json nvfp4 = inspect(make_encoded("enc_inspect", "nvfp4"));
+  const json ct = inspect(make_encoded("enc_inspect", "ct-nvfp4"));
+  const json ct_fp8 = inspect(make_encoded("enc_inspect", "ct-fp8"));
+  const json int4 = inspect(make_encoded("enc_inspect", "ct-int4"));
   for (const json* r : {&release, &bf16, &hf, &fp8, &nvfp4, &ct, &ct_fp8, &int4}) {
     EXPECT_TRUE((*r)["complete"].get<bool>()) << r->dump();
     EXPECT_TRUE((*r)["mtp_present"].get<bool>());
@@ -142,8 +142,8 @@ TEST(Encodings, EachLoadsAndInspectShowsItsEncoding) {
 // Same values, same kernels: the HF-named BF16 checkpoint is the BF16 one bit for bit (F32 norms
 // hold the same values as the BF16 ones, and rms_norm reads both exactly).
 TEST(Encodings, HfNamesGiveTheSameBitsAsReleaseNames) {
-  const auto bf16 = logits(make("enc_hf", "bf16"));
-  const auto hf = logits(make("enc_hf", "hf-bf16"));
+  const auto bf16 = logits(make_encoded("enc_hf", "bf16"));
+  const auto hf = logits(make_encoded("enc_hf", "hf-bf16"));
   EXPECT_TRUE(bf16.first == hf.first) << "target logits differ";
   EXPECT_TRUE(bf16.second == hf.second) << "MTP logits differ";
 }
@@ -155,7 +155,7 @@ TEST(Encodings, HfNamesGiveTheSameBitsAsReleaseNames) {
 // Bf16IsCloseToTheRelease); greedy tokens equal. (On the tiny model the sums happen to be exact:
 // the logits come out bit-identical.)
 TEST(Encodings, Fp8ExpertsAgreeWithTheRelease) {
-  const fs::path release = make("enc_fp8", "release"), fp8 = make("enc_fp8", "fp8-experts");
+  const fs::path release = make_encoded("enc_fp8", "release"), fp8 = make_encoded("enc_fp8", "fp8-experts");
   const auto a = logits(release), b = logits(fp8);
   EXPECT_LT(max_row_rel_l2(a.first, b.first), 2e-3);
   EXPECT_LT(max_row_rel_l2(a.second, b.second), 2e-3);
@@ -168,7 +168,7 @@ TEST(Encodings, Fp8ExpertsAgreeWithTheRelease) {
 // on this model). The bound (0.1 relative L2 per row) is that, with room; a BF16 model that
 // misread weights (wrong scale, wrong layout) is off by order 1.
 TEST(Encodings, Bf16IsCloseToTheRelease) {
-  const auto a = logits(make("enc_bf16", "release")), b = logits(make("enc_bf16", "bf16"));
+  const auto a = logits(make_encoded("enc_bf16", "release")), b = logits(make_encoded("enc_bf16", "bf16"));
   const double target = max_row_rel_l2(a.first, b.first), mtp = max_row_rel_l2(a.second, b.second);
   EXPECT_LT(target, 0.1);
   EXPECT_LT(mtp, 0.1);
@@ -181,11 +181,11 @@ TEST(Encodings, Bf16IsCloseToTheRelease) {
 // compressed-tensors' MTP is BF16: its logits differ from the release's as Bf16IsCloseToTheRelease
 // explains.
 TEST(Encodings, Nvfp4AgreesWithTheRelease) {
-  const fs::path release = make("enc_nvfp4", "release");
+  const fs::path release = make_encoded("enc_nvfp4", "release");
   const auto a = logits(release);
   const json tokens = generate(release, 0)["tokens"];
   for (const char* encoding : {"nvfp4", "ct-nvfp4", "ct-fp8"}) {
-    const fs::path dir = make("enc_nvfp4", encoding);
+    const fs::path dir = make_encoded("enc_nvfp4", encoding);
     const auto b = logits(dir);
     EXPECT_LT(max_row_rel_l2(a.first, b.first), 2e-3) << encoding;
     EXPECT_LT(max_row_rel_l2(a.second, b.second), encoding == std::string("ct-nvfp4") ? 0.1 : 2e-3) << encoding;
@@ -198,7 +198,7 @@ TEST(Encodings, Nvfp4AgreesWithTheRelease) {
 // experts' difference (Bf16IsCloseToTheRelease): 6-9% here. Bound: 0.2 relative L2 per row; a
 // misread packing (nibble order, the -8 offset, the scale) is off by order 1.
 TEST(Encodings, Int4IsCloseToTheRelease) {
-  const auto a = logits(make("enc_int4", "release")), b = logits(make("enc_int4", "ct-int4"));
+  const auto a = logits(make_encoded("enc_int4", "release")), b = logits(make_encoded("enc_int4", "ct-int4"));
   const double target = max_row_rel_l2(a.first, b.first);
   EXPECT_LT(target, 0.2);
   EXPECT_GT(target, 0.0);
@@ -208,7 +208,7 @@ TEST(Encodings, Int4IsCloseToTheRelease) {
 // Speculative greedy equals plain greedy whatever the encoding.
 TEST(Encodings, SpeculativeGreedyEqualsPlainGreedy) {
   for (const char* encoding : {"bf16", "hf-bf16", "fp8-experts", "nvfp4", "ct-nvfp4", "ct-fp8", "ct-int4"}) {
-    const fs::path dir = make("enc_spec", encoding);
+    const fs::path dir = make_encoded("enc_spec", encoding);
     const json plain = generate(dir, 0), spec = generate(dir, 2);
     EXPECT_EQ(plain["tokens"], spec["tokens"]) << encoding;
     EXPECT_GT(spec["drafted"].get<int64_t>(), 0) << encoding;
@@ -216,7 +216,7 @@ TEST(Encodings, SpeculativeGreedyEqualsPlainGreedy) {
 }
 
 TEST(Encodings, HfCheckpointWithoutMtp) {
-  const fs::path dir = make("enc_nomtp", "hf-bf16", " --no-mtp");
+  const fs::path dir = make_encoded("enc_nomtp", "hf-bf16", " --no-mtp");
   const json report = inspect(dir);
   EXPECT_FALSE(report["mtp_present"].get<bool>());
   const json plain = generate(dir, 0), spec = generate(dir, 2);
@@ -270,7 +270,7 @@ void expect_load_error(const fs::path& dir, const std::vector<std::string>& part
 // activation path as BF16 (W4A16: neither quantizes its activations). Only the summation order
 // differs: the bound of Fp8ExpertsAgreeWithTheRelease, and the same greedy tokens.
 TEST(Encodings, Int4MatchesItsDequantizedValues) {
-  const fs::path int4 = make("enc_int4_plain", "ct-int4");
+  const fs::path int4 = make_encoded("enc_int4_plain", "ct-int4");
   int rewritten = 0;
   const fs::path plain = edited_copy(int4, "enc_int4_plain_f32", [&](std::vector<StoredTensor>& ts) {
     std::vector<StoredTensor> out;
@@ -337,7 +337,7 @@ TEST(Encodings, Bf16MtpDraftsWithTheReleasesAcceptance) {
 // store every tensor in BF16 do) load widened to F32: the logits equal, bit for bit, those of F32
 // tensors holding the same bf16-rounded values. (A BF16 vector read as F32 bytes would be garbage.)
 TEST(Encodings, Bf16VectorsWhereTheReleaseHasF32) {
-  const fs::path release = make("enc_vec", "release");
+  const fs::path release = make_encoded("enc_vec", "release");
   const std::vector<std::string> kinds = {"hc_", ".ape", "attn_sink", "gate.bias"};
   auto kind_of = [&](const StoredTensor& t) -> int {
     if (t.dtype != DType::F32) return -1;
@@ -385,7 +385,7 @@ TEST(Encodings, Bf16VectorsWhereTheReleaseHasF32) {
 // as FP8 with F32 multipliers (widened at load): ct-fp8's scales are powers of two, exact in both,
 // so the logits equal ct-fp8's bit for bit — and a wrong reading (the bytes as F32) would not.
 TEST(Encodings, Fp8WithHalfPrecisionScales) {
-  const fs::path ct = make("enc_fp8_half", "ct-fp8");
+  const fs::path ct = make_encoded("enc_fp8_half", "ct-fp8");
   const auto expected = logits(ct);
   for (DType half : {DType::BF16, DType::F16}) {
     int converted = 0;
@@ -412,7 +412,7 @@ TEST(Encodings, Fp8WithHalfPrecisionScales) {
 }
 
 TEST(Encodings, BadInputIsNamed) {
-  const fs::path release = make("enc_bad", "release"), bf16 = make("enc_bad", "bf16");
+  const fs::path release = make_encoded("enc_bad", "release"), bf16 = make_encoded("enc_bad", "bf16");
   const std::string file = "model.safetensors";
   const std::string scale = "layers.0.attn.wq_a.scale";  // [1, 2] E8M0 of a [128, 256] FP8 weight
 
@@ -440,7 +440,7 @@ TEST(Encodings, BadInputIsNamed) {
   });
   expect_load_error(dir, {file, "layers.1.ffn.experts.3.w2.weight_packed", "INT4 codes without their scales",
                           "layers.1.ffn.experts.3.w2.weight_scale' BF16 [256, 1]"});
-  const fs::path int4 = make("enc_bad", "ct-int4");
+  const fs::path int4 = make_encoded("enc_bad", "ct-int4");
   dir = edited_copy(int4, "enc_bad_int4_shape", [&](auto& ts) {
     find(ts, "layers.1.ffn.experts.3.w2.weight_shape").bytes[0] = 7;  // 263 rows: the weight has 256
   });
@@ -468,7 +468,7 @@ TEST(Encodings, BadInputIsNamed) {
   });
   expect_load_error(dir, {file, "layers.0.attn.wq_a.weight_scale", "shape [1, 1], expected [1, 2]", "scale per 128x128 tile"});
   // NVFP4 (ModelOpt) without its global scale, and with a block scale of the wrong dtype.
-  const fs::path nvfp4 = make("enc_bad", "nvfp4");
+  const fs::path nvfp4 = make_encoded("enc_bad", "nvfp4");
   const std::string expert = "layers.1.ffn.experts.3.w2";
   dir = edited_copy(nvfp4, "enc_bad_nvfp4_global", [&](auto& ts) {
     std::erase_if(ts, [&](const StoredTensor& t) { return t.name == expert + ".weight_scale_2"; });

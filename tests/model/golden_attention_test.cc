@@ -17,9 +17,11 @@ namespace {
 using test::golden;
 using test::GoldenPass;
 using test::GoldenPhase;
+using test::iota;
+using test::layer_phase_name;
+using test::LayerPhase;
 
 // Parameter: (layer, phase name).
-using LayerPhase = std::tuple<int, std::string>;
 
 class GoldenAttention : public ::testing::TestWithParam<LayerPhase> {
  protected:
@@ -36,10 +38,6 @@ class GoldenAttention : public ::testing::TestWithParam<LayerPhase> {
   int64_t window() const { return golden().config().sliding_window; }
 };
 
-std::string layer_phase_name(const ::testing::TestParamInfo<LayerPhase>& info) {
-  return "L" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-}
-
 // Host rows [begin, end) of a row-major [rows, cols] vector.
 std::vector<float> rows_of(const std::vector<float>& v, int64_t cols, int64_t begin, int64_t end) {
   return std::vector<float>(v.begin() + begin * cols, v.begin() + end * cols);
@@ -50,12 +48,6 @@ void store(GoldenPass& gp, RowTable& table, const std::vector<float>& rows, int6
            const std::vector<int64_t>& at) {
   Tensor t = gp.load(rows, {int64_t(at.size()), cols});
   store_table_rows(gp.be(), table, at, t);
-}
-
-std::vector<int64_t> iota(int64_t begin, int64_t count) {
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) v[size_t(i)] = begin + i;
-  return v;
 }
 
 // ---- attention projections: qr, q, kv_normed, kv

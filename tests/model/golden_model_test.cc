@@ -13,6 +13,8 @@
 namespace dsv4 {
 namespace {
 
+using test::argmax;
+
 class GoldenModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -36,7 +38,6 @@ TensorStore* GoldenModelTest::golden = nullptr;
 std::vector<int32_t> GoldenModelTest::tokens;
 int64_t GoldenModelTest::prompt_len = 0;
 
-int argmax(const float* v, int64_t n) { return int(std::max_element(v, v + n) - v); }
 
 TEST_F(GoldenModelTest, TeacherForcedLogitsAndHiddenMatchTheReference) {
   const ModelConfig& c = model_files->config;

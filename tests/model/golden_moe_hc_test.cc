@@ -18,8 +18,9 @@ namespace {
 using test::golden;
 using test::GoldenPass;
 using test::GoldenPhase;
+using test::layer_phase_name;
+using test::LayerPhase;
 
-using LayerPhase = std::tuple<int, std::string>;
 
 GoldenPhase phase_named(const std::string& name) {
   return name == "decode" ? test::decode_phase() : test::prefill_phase();
@@ -35,10 +36,6 @@ class GoldenBlockOps : public ::testing::TestWithParam<LayerPhase> {
   const Block& block() const { return golden().model().blocks().at(size_t(layer())); }
   float eps() const { return float(golden().config().rms_norm_eps); }
 };
-
-std::string layer_phase_name(const ::testing::TestParamInfo<LayerPhase>& info) {
-  return "L" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-}
 
 // ---- hyper-connections
 

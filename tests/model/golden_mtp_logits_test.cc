@@ -18,6 +18,7 @@
 namespace dsv4 {
 namespace {
 
+using test::argmax;
 using test::golden;
 
 // ---- logits figures: per-row relative L2 and argmax agreement on clear rows
@@ -28,7 +29,6 @@ struct LogitsFigures {
   double agreement() const { return clear_rows ? double(agree) / double(clear_rows) : 0.0; }
 };
 
-int64_t argmax(const float* v, int64_t n) { return int64_t(std::max_element(v, v + n) - v); }
 
 // Argmax agreement is counted over the rows whose golden top-1/top-2 margin is >= `margin`.
 LogitsFigures compare_logits(const std::vector<float>& computed, const std::vector<float>& g, int64_t V,

@@ -24,6 +24,7 @@ namespace {
 using test::golden;
 using test::GoldenPass;
 using test::GoldenPhase;
+using test::iota;
 
 class GoldenMtp : public ::testing::TestWithParam<std::string> {
  protected:
@@ -44,12 +45,6 @@ class GoldenMtp : public ::testing::TestWithParam<std::string> {
 };
 
 std::string phase_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-
-std::vector<int64_t> iota(int64_t begin, int64_t count) {
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) v[size_t(i)] = begin + i;
-  return v;
-}
 
 // ---- the module's parameters: its own block, hc_head and norm, not the target's
 

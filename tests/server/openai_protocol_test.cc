@@ -3,17 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "server/openai_protocol.h"
+#include "text/text_test_util.h"
 
 namespace dsv4::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-const text::Tokenizer& toy() {
-  static const text::Tokenizer tok = text::Tokenizer::load(std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer.json",
-                                                           std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer_config.json");
-  return tok;
-}
+using text::testing_util::toy_tokenizer;
 constexpr int64_t kVocab = 330;
 
 Json user(const std::string& text) { return Json::array({{{"role", "user"}, {"content", text}}}); }
@@ -21,8 +18,8 @@ Json user(const std::string& text) { return Json::array({{{"role", "user"}, {"co
 // The error a body raises: "status param code".
 std::string error_of(const Json& body, bool chat) {
   try {
-    if (chat) parse_chat_request(body, toy(), kVocab);
-    else parse_completion_request(body, toy(), kVocab);
+    if (chat) parse_chat_request(body, toy_tokenizer(), kVocab);
+    else parse_completion_request(body, toy_tokenizer(), kVocab);
   } catch (const ApiError& e) {
     EXPECT_EQ(e.to_json()["error"]["message"], e.what());
     return std::to_string(e.status()) + " " + e.param() + " " + e.code();
@@ -34,9 +31,9 @@ TEST(OpenAiProtocol, ChatRequestsBecomePromptsAndOptions) {
   Json body = {{"model", "m"}, {"messages", user("hello")}, {"temperature", 0}, {"max_tokens", 7}, {"stop", "x"},
                {"seed", 5}, {"logprobs", true}, {"top_logprobs", 2}, {"stream", true},
                {"stream_options", {{"include_usage", true}}}};
-  const GenerationRequest r = parse_chat_request(body, toy(), kVocab);
+  const GenerationRequest r = parse_chat_request(body, toy_tokenizer(), kVocab);
   EXPECT_EQ(r.endpoint, Endpoint::Chat);
-  EXPECT_EQ(r.prompt, toy().encode(r.prompt_text, false));
+  EXPECT_EQ(r.prompt, toy_tokenizer().encode(r.prompt_text, false));
   EXPECT_NE(r.prompt_text.find("hello"), std::string::npos);
   EXPECT_TRUE(r.sampling.greedy());
   EXPECT_EQ(r.max_tokens, 7);
@@ -48,36 +45,36 @@ TEST(OpenAiProtocol, ChatRequestsBecomePromptsAndOptions) {
   // Text parts are joined.
   body["messages"] = Json::array({{{"role", "user"}, {"content", Json::array({{{"type", "text"}, {"text", "hel"}},
                                                                              {{"type", "text"}, {"text", "lo"}}})}}});
-  EXPECT_EQ(parse_chat_request(body, toy(), kVocab).prompt, r.prompt);
+  EXPECT_EQ(parse_chat_request(body, toy_tokenizer(), kVocab).prompt, r.prompt);
 }
 
 TEST(OpenAiProtocol, ThinkingModeAndTools) {
   Json body = {{"messages", user("hi")}, {"chat_template_kwargs", {{"thinking", true}}}};
-  GenerationRequest r = parse_chat_request(body, toy(), kVocab);
+  GenerationRequest r = parse_chat_request(body, toy_tokenizer(), kVocab);
   EXPECT_TRUE(r.thinking);
   EXPECT_TRUE(r.prompt_text.ends_with("<think>")) << r.prompt_text;
   body = {{"messages", user("hi")}, {"reasoning_effort", "high"}};
-  EXPECT_TRUE(parse_chat_request(body, toy(), kVocab).thinking);
+  EXPECT_TRUE(parse_chat_request(body, toy_tokenizer(), kVocab).thinking);
   body["reasoning_effort"] = "none";
-  EXPECT_FALSE(parse_chat_request(body, toy(), kVocab).thinking);
+  EXPECT_FALSE(parse_chat_request(body, toy_tokenizer(), kVocab).thinking);
   Json tool = {{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}};
   body = {{"messages", user("hi")}, {"tools", Json::array({tool})}, {"tool_choice", "auto"}};
-  r = parse_chat_request(body, toy(), kVocab);
+  r = parse_chat_request(body, toy_tokenizer(), kVocab);
   EXPECT_TRUE(r.tools);
   EXPECT_NE(r.prompt_text.find("get_weather"), std::string::npos);
   body["tool_choice"] = "none";
-  EXPECT_FALSE(parse_chat_request(body, toy(), kVocab).tools);
+  EXPECT_FALSE(parse_chat_request(body, toy_tokenizer(), kVocab).tools);
   body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "nope"}}}};
   EXPECT_EQ(error_of(body, true), "400 tool_choice ");
 }
 
 TEST(OpenAiProtocol, CompletionPromptsAsTextOrTokenIds) {
-  GenerationRequest r = parse_completion_request({{"prompt", "hello"}, {"logprobs", 3}}, toy(), kVocab);
-  EXPECT_EQ(r.prompt, toy().encode("hello", true));
+  GenerationRequest r = parse_completion_request({{"prompt", "hello"}, {"logprobs", 3}}, toy_tokenizer(), kVocab);
+  EXPECT_EQ(r.prompt, toy_tokenizer().encode("hello", true));
   EXPECT_EQ(r.top_logprobs, 3);
-  r = parse_completion_request({{"prompt", {1, 2, 3}}}, toy(), kVocab);
+  r = parse_completion_request({{"prompt", {1, 2, 3}}}, toy_tokenizer(), kVocab);
   EXPECT_EQ(r.prompt, (std::vector<int32_t>{1, 2, 3}));
-  r = parse_completion_request({{"prompt", Json::array({Json::array({4, 5})})}}, toy(), kVocab);
+  r = parse_completion_request({{"prompt", Json::array({Json::array({4, 5})})}}, toy_tokenizer(), kVocab);
   EXPECT_EQ(r.prompt, (std::vector<int32_t>{4, 5}));
 }
 

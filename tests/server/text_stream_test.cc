@@ -5,16 +5,13 @@
 
 #include "server/text_stream.h"
 #include "text/chat_format.h"
+#include "text/text_test_util.h"
 #include "text/utf8.h"
 
 namespace dsv4::server {
 namespace {
 
-const text::Tokenizer& toy() {
-  static const text::Tokenizer tok = text::Tokenizer::load(std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer.json",
-                                                           std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer_config.json");
-  return tok;
-}
+using text::testing_util::toy_tokenizer;
 
 bool valid_utf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
@@ -30,9 +27,9 @@ bool valid_utf8(const std::string& s) {
 
 // Feeds `text`'s tokens one by one; every delta must be valid UTF-8 on its own.
 TextDelta run(const std::string& text, TextStreamOptions o, bool* stopped = nullptr) {
-  TextStream stream(toy(), o);
+  TextStream stream(toy_tokenizer(), o);
   TextDelta all;
-  for (int32_t t : toy().encode(text, false)) {
+  for (int32_t t : toy_tokenizer().encode(text, false)) {
     TextDelta d;
     const bool more = stream.push(t, d);
     EXPECT_TRUE(valid_utf8(d.content) && valid_utf8(d.reasoning)) << "a delta split a character";
@@ -87,10 +84,10 @@ TEST(TextStream, MultiByteCharactersAreNeverSplit) {
 // A model's vocabulary is often rounded up past the tokenizer's: those ids have no text (and
 // must not bring the server down).
 TEST(TextStream, IdsTheTokenizerDoesNotHaveAddNoText) {
-  TextStream stream(toy(), TextStreamOptions{});
+  TextStream stream(toy_tokenizer(), TextStreamOptions{});
   TextDelta all;
-  const std::vector<int32_t> ids = toy().encode("ab", false);
-  for (int32_t t : {ids[0], toy().vocab_size() + 5, ids[1], 67332}) {
+  const std::vector<int32_t> ids = toy_tokenizer().encode("ab", false);
+  for (int32_t t : {ids[0], toy_tokenizer().vocab_size() + 5, ids[1], 67332}) {
     TextDelta d;
     EXPECT_TRUE(stream.push(t, d)) << t;
     all.append(std::move(d));

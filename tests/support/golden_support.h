@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/mtp.h"
@@ -33,6 +34,19 @@ GoldenPhase decode_phase();   // position P
 GoldenPhase mtp_prefill_phase();
 GoldenPhase mtp_decode_phase();
 GoldenPhase mtp_phase(const std::string& name);  // "prefill" | "decode"
+
+// (layer, "prefill" | "decode"): the parameter of the per-layer golden suites, named "L1_decode".
+using LayerPhase = std::tuple<int, std::string>;
+inline std::string layer_phase_name(const ::testing::TestParamInfo<LayerPhase>& info) {
+  return "L" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+}
+
+// begin, begin + 1, ..., begin + count - 1 (positions or cache entries).
+inline std::vector<int64_t> iota(int64_t begin, int64_t count) {
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[size_t(i)] = begin + i;
+  return v;
+}
 
 // Everything the golden tests read. One instance per process (golden()); the model's
 // weights view the mapped checkpoint; the backend is the tests' (test_backend()).

@@ -1,5 +1,6 @@
 // Shared helpers of the engine tests: paths, golden tensors, error metrics, running the CLI.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,9 @@
 #include "io/safetensors.h"
 
 namespace dsv4::test {
+
+// Index of the largest of v[0..n) (the first, on ties).
+inline int64_t argmax(const float* v, int64_t n) { return int64_t(std::max_element(v, v + n) - v); }
 
 // The backend the engine tests run on: DSV4_TEST_BACKEND (cpu | reference; default cpu), with
 // 2 threads. CTest runs the model and speculative suites once per backend (tests/CMakeLists.txt).

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.h"
+
 namespace dsv4::text::testing_util {
 
 // Writes `contents` to a file named after the running test under DSV4_TEST_TMP.
@@ -79,5 +81,10 @@ inline nlohmann::json added_token(int id, const std::string& content, bool speci
 
 inline std::string toy_tokenizer_path() { return std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer.json"; }
 inline std::string toy_config_path() { return std::string(DSV4_TEST_DATA) + "/tokenizer/toy_tokenizer_config.json"; }
+// The toy tokenizer, loaded once per process.
+inline const Tokenizer& toy_tokenizer() {
+  static const Tokenizer tok = Tokenizer::load(toy_tokenizer_path(), toy_config_path());
+  return tok;
+}
 
 }  // namespace dsv4::text::testing_util
