@@ -13,8 +13,9 @@
 # re-check of every verification row by fresh passes: 3 min each under ASan; the paths they take
 # are the other speculative tests' paths), the greedy-equality sweeps on the random-weight `spec_*`
 # configurations (drafts almost always rejected: the path of the other configurations' rejections)
-# and the tokenizer's conformance run against Hugging Face (its time is Node's; the tokenizer harness
-# fuzzes ours). That keeps CI near 30 minutes on 2 cores. Arguments go to both ctest runs.
+# the tokenizer's conformance run against Hugging Face (its time is Node's; the tokenizer harness
+# fuzzes ours) and the 1000-case structured-output fuzz (its decoding paths are the grammar
+# decoding tests', which run here; the grammar harness fuzzes the compilers). That keeps CI near 30 minutes on 2 cores. Arguments go to both ctest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -38,7 +39,7 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer: build-asan"
 configure build-asan "$san_common -fsanitize=address,undefined -fno-sanitize-recover=all" -DDSV4_FUZZ=ON
 cmake --build build-asan -j"$jobs"
 heavy='JointDistributionThroughDraftDepthThreeIsTheTargets|VerificationAndDraftLogitsAreBitExact'
-heavy+='|SpeculativeGreedyTest\..*/spec_|script\.tokenizer_conformance'
+heavy+='|SpeculativeGreedyTest\..*/spec_|script\.tokenizer_conformance|script\.structured_output_fuzz'
 (cd build-asan && ctest --output-on-failure -j"$jobs" -LE reference -E "$heavy" "$@")
 
 echo "== ThreadSanitizer: build-tsan"

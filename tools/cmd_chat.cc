@@ -12,6 +12,7 @@
 #include "backend_args.h"
 #include "commands.h"
 #include "draft_setting.h"
+#include "grammar_args.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
 #include "token_args.h"
@@ -34,6 +35,7 @@ struct ChatArgs {
   BackendOptions backend;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
+  GrammarArgs grammar;      // --json-schema / --grammar: every reply (after its reasoning)
 };
 
 // Streams one assistant turn: reasoning (thinking mode) until </think>, then the answer.
@@ -62,6 +64,7 @@ class TurnPrinter {
 
 int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
+  const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
   auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
   const int draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
@@ -73,6 +76,13 @@ int run_chat(const ChatArgs& a) {
   o.draft_tokens = draft;
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   o.eos = stop_token(tok, engine->config());
+  std::shared_ptr<const grammar::CompiledGrammar> compiled;
+  grammar::GrammarMaskOptions mask_options;
+  if (a.grammar.any()) {
+    compiled = compile_output_grammar(gbnf, a.grammar.file(), tok, engine->config(), *o.eos);
+    if (a.thinking) mask_options = {true, tok.token_id(text::kThinkingEndToken).value_or(-1)};
+    DSV4_CHECK(!a.thinking || mask_options.reasoning_end >= 0, "chat --thinking with a grammar needs a </think> token");
+  }
 
   // The conversation is one decoder sequence that keeps its caches between turns: each turn
   // appends only its own tokens (the user message rendered as continuing the conversation, the
@@ -134,8 +144,14 @@ int run_chat(const ChatArgs& a) {
     const int64_t before = talking ? decoder.length(conversation) : 0;
     limit.apply(before + int64_t(ids.size()), turn, "chat: the conversation");
     turn.sampling.seed = a.seed + uint64_t(turns++);
+    std::unique_ptr<grammar::GrammarMask> mask;  // this reply's: its output starts after `ids`
+    if (compiled) {
+      mask = std::make_unique<grammar::GrammarMask>(compiled, mask_options);
+      turn.mask = mask.get();
+    }
     if (talking) decoder.extend(conversation, ids, turn);
     else conversation = decoder.add(ids, turn);
+    if (mask) mask->begin(size_t(conversation), size_t(before) + ids.size());
     talking = true;
     TurnPrinter printer(tok, a.thinking);
     decoder.reset_metrics();
@@ -145,6 +161,8 @@ int run_chat(const ChatArgs& a) {
     printer.finish();
     total.add(decoder.metrics());
     const SequenceOutput& out = decoder.output(conversation);
+    if (mask && !mask->complete(out.tokens))
+      std::printf("(the reply was cut by --max-new-tokens before it completed the grammar of %s)\n", a.grammar.file().c_str());
     if (out.finish == FinishReason::ContextFull) forget();  // nothing more fits: the next turn starts over
     const std::string completion = tok.decode(out.tokens);
     messages.push_back(user[0]);
@@ -188,6 +206,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--max-context", args->max_context,
                   "longest conversation in tokens (0 = the model's maximum); refused at start if its cache cannot "
                   "fit in available memory");
+  add_grammar_options(cmd, args->grammar);
   cmd->callback([args, &result] { result.exit_code = run_chat(*args); });
 }
 

@@ -9,7 +9,9 @@
 #include "draft_setting.h"
 #include "speculative/context_limit.h"
 #include "core/error.h"
+#include "engine/model_tokenizer.h"
 #include "generate_text.h"
+#include "grammar_args.h"
 #include "metrics_report.h"
 #include "engine/engine.h"
 #include "speculative/speculative_decoder.h"
@@ -34,10 +36,15 @@ struct GenerateArgs {
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
   BackendOptions backend;
+  GrammarArgs grammar;  // --json-schema / --grammar
 };
 
 int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
+  const OutputGrammar grammar{load_output_grammar(a.grammar), a.grammar.file()};  // a bad file fails before the model loads
+  const OutputGrammar* constrained = a.grammar.any() ? &grammar : nullptr;
+  DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
+                                            "output ends where the grammar is complete");
   auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
   const ModelConfig& c = engine->config();
   const int draft = effective_draft(*engine, a.draft, "generate");
@@ -52,9 +59,9 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
   const int64_t sequences = std::max<int64_t>(1, int64_t(a.prompt_tokens.size()) + !a.prompt_tokens_file.empty());
   const ContextLimit limit = ContextLimit::check(c, a.max_context, sequences, a.prefill_chunk);
-  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit);
+  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit, constrained);
   if (!a.prompt_file.empty())
-    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit);
+    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit, constrained);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
@@ -69,14 +76,31 @@ int run_generate(const GenerateArgs& a) {
   int64_t longest = 0;
   for (auto& p : prompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
   limit.apply(longest, o, "generate");
+  // Token-id prompts with a grammar: the grammar is over the tokenizer's text all the same
+  // (one mask for the batch: it keeps a state per sequence).
+  std::unique_ptr<grammar::GrammarMask> mask;
+  if (constrained) {
+    const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, c);
+    mask = std::make_unique<grammar::GrammarMask>(compile_output_grammar(grammar.gbnf, grammar.file, tok, c, *o.eos));
+    o.mask = mask.get();
+  }
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   decoder.set_prefill_chunk(a.prefill_chunk);
   auto outputs = decoder.generate(prompts, o);
   const DecodeMetrics& m = decoder.metrics();
+  bool all_complete = true;
+  std::vector<bool> complete;
+  for (auto& s : outputs) {
+    complete.push_back(!mask || mask->complete(s.tokens));
+    all_complete = all_complete && complete.back();
+  }
+  if (!all_complete) warn_incomplete(grammar);
   if (a.json) {
     nlohmann::json j;
     if (outputs.size() == 1) j["tokens"] = outputs[0].tokens;
     else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
+    if (mask && outputs.size() == 1) j["grammar_complete"] = complete[0];
+    else if (mask) j["grammar_complete"] = complete;
     add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
     std::printf("%s\n", j.dump().c_str());
@@ -121,6 +145,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
                   "cannot fit in available memory");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
+  add_grammar_options(cmd, args->grammar);
   cmd->callback([args, &result, ids, text, text_file, ids_file] {
     if (ids->count() + text->count() + text_file->count() + ids_file->count() == 0)
       throw CLI::RequiredError("--prompt-tokens, --prompt-tokens-file, --prompt or --prompt-file");

@@ -8,8 +8,20 @@
 
 namespace dsv4::cli {
 
-// limit (if any): the prompt must fit under it, and generation stops there.
+// A grammar the output must match (--json-schema / --grammar): its GBNF text and the file it
+// came from (for messages).
+struct OutputGrammar {
+  std::string gbnf, file;
+};
+
+// limit (if any): the prompt must fit under it, and generation stops there. grammar (if any):
+// the output is constrained to it; an output the budget cut before the grammar completed is
+// reported ("grammar_complete": false with --json, a warning otherwise).
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
-                  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk, const ContextLimit* limit = nullptr);
+                  int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk, const ContextLimit* limit = nullptr,
+                  const OutputGrammar* grammar = nullptr);
+
+// The warning printed for an output cut short inside its grammar.
+void warn_incomplete(const OutputGrammar& grammar);
 
 }  // namespace dsv4::cli

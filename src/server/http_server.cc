@@ -2,11 +2,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include <httplib.h>
 
 #include "server/openai_protocol.h"
 #include "server/response_json.h"
+#include "server/structured_output.h"
 
 namespace dsv4::server {
 
@@ -81,6 +83,16 @@ struct HttpServer::Impl {
   httplib::Server server;
   std::atomic<bool> is_ready{false};
   ModelService service;
+  std::once_flag vocabularies_made;
+  std::unique_ptr<GrammarVocabularies> grammar_vocabularies;  // structured output, made on first use
+
+  GrammarVocabularies& vocabularies(const ModelService& m) {
+    std::call_once(vocabularies_made, [&] {
+      grammar_vocabularies =
+          std::make_unique<GrammarVocabularies>(*m.tokenizer, int32_t(m.engine->config().vocab_size), m.eos);
+    });
+    return *grammar_vocabularies;
+  }
 
   Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
 
@@ -171,6 +183,17 @@ struct HttpServer::Impl {
     if (!r.ignore_eos) o.eos = m.eos;
     o.top_logprobs = r.top_logprobs;
     if (m.forced) job.mask = m.forced->mask_for(r.prompt_text, r.prompt.size(), m.eos);
+    if (!r.grammar.empty()) {
+      // (A forced output is a script: a grammar could only refuse it, with no way to fail just
+      // this request from inside the decoder's step.)
+      if (job.mask)
+        throw invalid_field(r.grammar_param, "the test aid's forced output and " + r.grammar_param +
+                                                 " constraints cannot both apply to a request");
+      std::unique_ptr<grammar::GrammarMask> mask = grammar_mask_for(r, *m.tokenizer, vocabularies(m));
+      const grammar::GrammarMask* g = mask.get();  // owned by the job, which outlives its decoding
+      job.output_complete = [g](std::span<const int32_t> output) { return g->complete(output); };
+      job.mask = std::move(mask);
+    }
     job.text = {r.endpoint == Endpoint::Chat, r.thinking, r.tools, r.skip_special_tokens, r.stop, m.eos};
     return job;
   }

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "server/structured_output.h"
 #include "text/chat_format.h"
 
 namespace dsv4::server {
@@ -96,10 +97,6 @@ void reject_unsupported(const Json& body) {
     throw invalid_field("best_of", "only best_of = 1 is supported");
   if (bool_field(body, "echo").value_or(false)) throw invalid_field("echo", "echo is not supported");
   if (field(body, "suffix")) throw invalid_field("suffix", "suffix is not supported");
-  if (const Json* format = field(body, "response_format")) {
-    if (!format->is_object() || format->value("type", "") != "text")
-      throw invalid_field("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
 }
 
 // The fields both endpoints share: sampling, limits, stop strings, streaming, extensions.
@@ -263,6 +260,7 @@ GenerationRequest parse_chat_request(const Json& body, const text::Tokenizer& to
   }
   Json messages = chat_messages(body);
   r.tools = attach_tools(body, messages);
+  parse_structured_output(body, r, &messages);  // response_format, tool_choice (may add a system message)
   std::optional<std::string> effort;
   r.thinking = thinking_mode(body, effort);
   text::EncodeOptions options;
@@ -283,6 +281,7 @@ GenerationRequest parse_completion_request(const Json& body, const text::Tokeniz
   r.endpoint = Endpoint::Completion;
   parse_common(body, r);
   if (auto lp = int_field(body, "logprobs", 0, 20)) r.top_logprobs = int(*lp);
+  parse_structured_output(body, r, nullptr);  // response_format
   const Json* prompt = field(body, "prompt");
   if (!prompt) throw invalid_field("prompt", "'prompt' is required");
   Json p = *prompt;

@@ -59,6 +59,11 @@ struct GenerationRequest {
   bool ignore_eos = false;             // extension (as vLLM)
   bool tokens_as_ids = false;          // return_tokens_as_token_ids (as vLLM): logprob tokens as "token_id:N"
   bool skip_special_tokens = true;     // completions: special tokens left out of the text
+  // Structured output (structured_output.h): a GBNF grammar the reply must match (empty: none),
+  // whether it writes DSML tool-call markup, and the request field it comes from (for errors).
+  std::string grammar;
+  bool grammar_tool_markup = false;
+  std::string grammar_param;
 };
 
 // Parses a request body; throws ApiError (400) with the field that is wrong. `vocab_size`

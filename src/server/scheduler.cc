@@ -205,7 +205,8 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
   if (done) {
     a.stream.finish(u.delta);
     u.finished = true;
-    const bool length = !a.stream.stopped() && (out.finish == FinishReason::Length || out.finish == FinishReason::ContextFull);
+    bool length = !a.stream.stopped() && (out.finish == FinishReason::Length || out.finish == FinishReason::ContextFull);
+    if (a.job.output_complete && !a.job.output_complete(out.tokens)) length = true;
     u.finish_reason = length ? "length" : a.stream.made_tool_calls() ? "tool_calls" : "stop";
     (length ? finished_length_ : finished_stop_) += 1;
     u.prompt_tokens = int64_t(a.job.prompt.size());

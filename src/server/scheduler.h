@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,9 @@ struct Job {
   GenerateOptions options;                   // mask: owned by `mask` below
   std::unique_ptr<TokenMask> mask;
   TextStreamOptions text;
+  // With a grammar: does this output complete it? An output that does not was cut short (by
+  // the budget), whatever the decoder says: its finish_reason is "length", never "stop".
+  std::function<bool(std::span<const int32_t> output)> output_complete;
 };
 
 struct SchedulerOptions {

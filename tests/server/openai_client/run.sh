@@ -80,6 +80,7 @@ port=$(server_port main.log)
 busy=$(server_port busy.log)
 status=0
 node api_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$busy" || status=$?
+if [ $status -eq 0 ]; then node structured_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 # The server stops cleanly on SIGTERM.

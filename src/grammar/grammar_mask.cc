@@ -1,0 +1,97 @@
+#include "grammar/grammar_mask.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace dsv4::grammar {
+
+void bits_to_bytes(std::span<const uint64_t> bits, std::span<uint8_t> allowed) {
+  static const std::array<uint64_t, 256> spread = [] {  // 8 bits → 8 bytes of 0/1
+    std::array<uint64_t, 256> t{};
+    for (unsigned b = 0; b < 256; ++b)
+      for (unsigned i = 0; i < 8; ++i) t[b] |= uint64_t((b >> i) & 1) << (8 * i);
+    return t;
+  }();
+  const size_t n = allowed.size();
+  size_t v = 0;
+  for (size_t w = 0; w < bits.size() && v < n; ++w) {
+    if ((bits[w] == 0 || bits[w] == ~uint64_t(0)) && v + 64 <= n) {  // most words: none or all
+      std::memset(allowed.data() + v, bits[w] ? 1 : 0, 64);
+      v += 64;
+      continue;
+    }
+    for (unsigned k = 0; k < 8 && v < n; ++k, v += 8) {
+      const uint64_t bytes = spread[(bits[w] >> (8 * k)) & 0xFF];
+      std::memcpy(allowed.data() + v, &bytes, std::min<size_t>(8, n - v));
+    }
+  }
+}
+
+GrammarMask::GrammarMask(std::shared_ptr<const CompiledGrammar> grammar, GrammarMaskOptions options)
+    : grammar_(std::move(grammar)), options_(options), bits_(grammar_->mask_words()) {
+  DSV4_CHECK(!options_.starts_in_reasoning || options_.reasoning_end >= 0,
+             "grammar mask: reasoning mode needs the id of the token that ends the reasoning");
+}
+
+void GrammarMask::begin(size_t sequence, size_t prompt_tokens) {
+  State& s = states_[sequence];
+  s.prompt = prompt_tokens;
+  s.fed.clear();
+  if (s.matcher) s.matcher->reset();
+}
+
+bool GrammarMask::grammar_part(std::span<const int32_t> output, std::span<const int32_t>& part) const {
+  if (!options_.starts_in_reasoning) {
+    part = output;
+    return true;
+  }
+  const auto end = std::find(output.begin(), output.end(), options_.reasoning_end);
+  if (end == output.end()) return false;
+  part = output.subspan(size_t(end - output.begin()) + 1);
+  return true;
+}
+
+void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint8_t> allowed) const {
+  State& s = states_[sequence];
+  if (s.prompt == SIZE_MAX) s.prompt = context.size();
+  DSV4_CHECK(context.size() >= s.prompt, "grammar mask: sequence ", sequence, " has ", context.size(),
+             " tokens of context, fewer than its prompt's ", s.prompt);
+  const int32_t eos = grammar_->vocab().eos;
+  std::span<const int32_t> part;
+  if (!grammar_part(context.subspan(s.prompt), part)) {
+    ++counters_.free_masks;
+    std::fill(allowed.begin(), allowed.end(), 1);
+    if (eos >= 0 && size_t(eos) < allowed.size()) allowed[size_t(eos)] = 0;
+    return;
+  }
+  ++counters_.masks;
+  if (!s.matcher) s.matcher = std::make_unique<TokenMatcher>(grammar_);
+  // Keep what the matcher holds of this context; roll back what was dropped (drafts).
+  const size_t common = size_t(std::mismatch(s.fed.begin(), s.fed.end(), part.begin(), part.end()).first - s.fed.begin());
+  if (common < s.fed.size()) {
+    s.matcher->rollback(s.fed.size() - common);
+    counters_.tokens_rolled_back += int64_t(s.fed.size() - common);
+    s.fed.resize(common);
+  }
+  const size_t offset = context.size() - s.prompt - part.size();  // of the grammar's part in the output
+  for (size_t i = common; i < part.size(); ++i) {
+    DSV4_CHECK(s.matcher->accept(part[i]), "grammar mask: sequence ", sequence, " holds token ", part[i],
+               " at output position ", offset + i, ", which the grammar does not allow there");
+    s.fed.push_back(part[i]);
+    ++counters_.tokens_fed;
+  }
+  s.matcher->fill_mask(bits_);
+  bits_to_bytes(bits_, allowed);
+}
+
+bool GrammarMask::complete(std::span<const int32_t> output) const {
+  std::span<const int32_t> part;
+  if (!grammar_part(output, part)) return false;
+  TokenMatcher m(grammar_);
+  for (int32_t t : part)
+    if (!m.accept(t)) return false;
+  return m.complete() || m.finished();
+}
+
+}  // namespace dsv4::grammar

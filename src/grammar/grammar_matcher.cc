@@ -1,0 +1,139 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "grammar/grammar_analysis.h"
+
+namespace dsv4::grammar {
+
+bool StackSet::contains(std::span<const uint32_t> s) const {
+  for (size_t i = 0; i < size(); ++i) {
+    const auto t = (*this)[i];
+    if (t.size() == s.size() && std::equal(t.begin(), t.end(), s.begin())) return true;
+  }
+  return false;
+}
+
+void StackSet::add(std::span<const uint32_t> s) {
+  if (contains(s)) return;
+  begin_.push_back(uint32_t(data_.size()));
+  data_.insert(data_.end(), s.begin(), s.end());
+}
+
+bool StackSet::has_empty() const {
+  for (size_t i = 0; i < size(); ++i)
+    if ((*this)[i].empty()) return true;
+  return false;
+}
+
+void StackSet::serialize(std::vector<uint32_t>& out) const {
+  out.clear();
+  for (size_t i = 0; i < size(); ++i) {
+    const auto s = (*this)[i];
+    out.push_back(uint32_t(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  }
+}
+
+void StackStepper::start(StackSet& out) {
+  out.clear();
+  for (uint32_t a : g_.alternatives(g_.root)) {
+    const uint32_t s[1] = {a};
+    expand(s, out);
+  }
+}
+
+// Depth-first over a work list of stacks (flat, lengths alongside) so that branching at a rule
+// reference copies no vectors of vectors.
+void StackStepper::expand(std::span<const uint32_t> stack, StackSet& out) {
+  work_.assign(stack.begin(), stack.end());
+  work_len_.assign(1, uint32_t(stack.size()));
+  expanded_markers_.clear();
+  const uint32_t elements = uint32_t(g_.elements.size());
+  while (!work_len_.empty()) {
+    const uint32_t n = work_len_.back();
+    work_len_.pop_back();
+    cur_.assign(work_.end() - n, work_.end());
+    work_.resize(work_.size() - n);
+    for (;;) {
+      if (cur_.empty()) {
+        out.add(cur_);
+        break;
+      }
+      const uint32_t pos = cur_.back();
+      if (pos >= elements) {  // a caller marker on top: the known frames have all returned
+        if (pos == approximate_end()) out.add(cur_);
+        else return_to_callers(pos);
+        break;
+      }
+      const Element& e = g_.at(pos);
+      if (e.kind == Element::kBytes) {
+        out.add(cur_);
+        break;
+      }
+      cur_.pop_back();
+      if (e.kind != Element::kRuleRef) continue;  // the alternative ended: return to the caller
+      // Continue after the reference, unless it was the alternative's last element (a tail
+      // call: repetition does not grow the stack).
+      if (!g_.ends_alternative(pos + 1)) cur_.push_back(pos + 1);
+      const uint32_t rule = e.value;
+      const uint32_t first_alt = g_.rule_begin[rule];
+      uint32_t p = first_alt;
+      for (;; ++p) {  // alternatives after the first go to the work list
+        const Element& x = g_.at(p);
+        if (x.kind == Element::kEndOfRule) break;
+        if (x.kind == Element::kEndOfAlternative) {
+          work_.insert(work_.end(), cur_.begin(), cur_.end());
+          work_.push_back(p + 1);
+          work_len_.push_back(uint32_t(cur_.size() + 1));
+        }
+      }
+      cur_.push_back(first_alt);
+    }
+  }
+}
+
+void StackStepper::return_to_callers(uint32_t marker) {
+  if (std::find(expanded_markers_.begin(), expanded_markers_.end(), marker) != expanded_markers_.end()) return;
+  expanded_markers_.push_back(marker);  // (tail calls can lead back to the same marker)
+  const uint32_t rules = uint32_t(g_.rule_begin.size());
+  const uint32_t rule = (marker - uint32_t(g_.elements.size())) % rules;
+  auto push = [&](std::initializer_list<uint32_t> s) {
+    work_.insert(work_.end(), s.begin(), s.end());
+    work_len_.push_back(uint32_t(s.size()));
+  };
+  for (uint32_t p : analysis_->callers(rule)) {
+    const uint32_t caller = caller_marker(analysis_->rule_of(p), true);
+    if (g_.ends_alternative(p + 1)) push({caller});
+    else push({caller, p + 1});
+  }
+  if (rule == g_.root) push({approximate_end()});
+}
+
+void StackStepper::advance(const StackSet& in, uint8_t b, StackSet& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto s = in[i];
+    if (s.empty() || s.back() >= g_.elements.size()) continue;  // complete (or a marker): nothing takes b
+    const uint32_t top = s.back();
+    if (!g_.byte_sets[g_.at(top).value].has(b)) continue;
+    // The byte set matched: continue at the next element of its alternative.
+    seed_.assign(s.begin(), s.end());
+    seed_.back() = top + 1;
+    expand(seed_, out);
+  }
+}
+
+bool StackStepper::accepts(std::span<const uint32_t> stack, std::string_view bytes) {
+  a_.clear();
+  a_.add(stack);
+  for (unsigned char c : bytes) {
+    advance(a_, c, b_);
+    if (b_.empty()) return false;
+    std::swap(a_, b_);
+  }
+  return true;
+}
+
+}  // namespace dsv4::grammar

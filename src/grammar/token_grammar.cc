@@ -1,0 +1,186 @@
+#include "grammar/token_grammar.h"
+
+#include "grammar/grammar_analysis.h"
+#include "grammar/vocabulary_walk.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+namespace dsv4::grammar {
+namespace {
+
+}  // namespace
+
+CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> vocab, int threads)
+    : grammar_(std::move(g)), vocab_(std::move(vocab)) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DSV4_CHECK(vocab_ && vocab_->special.size() == vocab_->bytes.size(), "grammar: vocabulary without special flags");
+  DSV4_CHECK(vocab_->eos < vocab_->size(), "grammar: EOS id ", vocab_->eos, " outside the vocabulary");
+  words_ = (size_t(vocab_->size()) + 63) / 64;
+  top_index_.assign(grammar_.elements.size(), 0);
+  std::vector<uint32_t> tops;
+  for (uint32_t p = 0; p < grammar_.elements.size(); ++p)
+    if (grammar_.elements[p].kind == Element::kBytes) {
+      top_index_[p] = uint32_t(tops.size());
+      tops.push_back(p);
+    }
+  tops_.resize(tops.size());
+  sorted_ = std::make_shared<SortedVocabulary>(sort_vocabulary(*vocab_));
+  const GrammarAnalysis analysis(grammar_);
+  const int n = std::max(1, std::min<int>(threads > 0 ? threads : int(std::thread::hardware_concurrency()),
+                                          int(tops.size())));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    VocabularyWalker walker(grammar_, &analysis, *vocab_, *sorted_);
+    std::vector<uint32_t> start;
+    for (size_t i; (i = next.fetch_add(1)) < tops.size();) {
+      // The stack every parse with this top holds: the known frames below it, and below those
+      // a marker for the unknown callers (none when the frames reach the root).
+      const TopContext context = analysis.context_of(tops[i]);
+      start.clear();
+      if (!context.bottom_is_root) start.push_back(StackStepper(grammar_).caller_marker(context.bottom_rule, false));
+      start.insert(start.end(), context.frames.begin(), context.frames.end());
+      start.push_back(tops[i]);
+      AtTop& out = tops_[i];
+      out.accepted.assign(words_, 0);
+      walker.walk(start, [&](int32_t id, bool exact) {
+        if (exact) out.accepted[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+        else out.uncertain.push_back(id);  // only through some caller: check the real stack
+      });
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < n; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool CompiledGrammar::cached_mask(const std::vector<uint32_t>& key, std::span<uint64_t> bits) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  const auto it = cache_.find(key);
+  if (it == cache_.end()) return false;
+  std::copy(it->second.begin(), it->second.end(), bits.begin());
+  return true;
+}
+
+void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_.size() >= kMaxCachedMasks) cache_.clear();
+  cache_.emplace(key, std::vector<uint64_t>(bits.begin(), bits.end()));
+}
+
+size_t CompiledGrammar::uncertain_total() const {
+  size_t n = 0;
+  for (const AtTop& t : tops_) n += t.uncertain.size();
+  return n;
+}
+
+TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar)
+    : grammar_(std::move(grammar)), step_(grammar_->grammar()) {
+  history_.resize(1);
+  ended_.assign(1, 0);
+  step_.start(history_[0]);
+}
+
+TokenMatcher::~TokenMatcher() = default;
+
+bool TokenMatcher::advance_bytes(const StackSet& from, const std::string& bytes, StackSet& to) {
+  const size_t n = bytes.size();
+  if (n == 1) {
+    step_.advance(from, static_cast<uint8_t>(bytes[0]), to);
+    return !to.empty();
+  }
+  step_.advance(from, static_cast<uint8_t>(bytes[0]), scratch_a_);
+  for (size_t i = 1; i + 1 < n && !scratch_a_.empty(); ++i) {
+    step_.advance(scratch_a_, static_cast<uint8_t>(bytes[i]), scratch_b_);
+    std::swap(scratch_a_, scratch_b_);
+  }
+  if (scratch_a_.empty()) return false;
+  step_.advance(scratch_a_, static_cast<uint8_t>(bytes[n - 1]), to);
+  return !to.empty();
+}
+
+bool TokenMatcher::allows(int32_t token) {
+  const TokenVocabulary& v = grammar_->vocab();
+  if (token < 0 || token >= v.size()) return false;
+  if (token == v.eos) return ended_[depth_] || complete();
+  if (ended_[depth_]) return false;
+  if (v.special[size_t(token)] || v.bytes[size_t(token)].empty()) return false;
+  if (history_.size() < depth_ + 2) history_.resize(depth_ + 2);
+  return advance_bytes(history_[depth_], v.bytes[size_t(token)], history_[depth_ + 1]);
+}
+
+bool TokenMatcher::accept(int32_t token) {
+  const TokenVocabulary& v = grammar_->vocab();
+  if (!allows(token)) return false;
+  if (history_.size() < depth_ + 2) history_.resize(depth_ + 2);
+  if (ended_.size() < depth_ + 2) ended_.resize(depth_ + 2);
+  if (token == v.eos) history_[depth_ + 1].clear();  // nothing follows EOS
+  ended_[depth_ + 1] = token == v.eos;
+  ++depth_;
+  return true;
+}
+
+void TokenMatcher::rollback(size_t n) {
+  DSV4_CHECK(n <= depth_, "grammar: rollback of ", n, " tokens, only ", depth_, " accepted");
+  depth_ -= n;
+}
+
+bool TokenMatcher::complete() const { return !ended_[depth_] && current().has_empty(); }
+
+bool TokenMatcher::finished() const {
+  if (ended_[depth_]) return true;
+  const StackSet& s = current();
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!s[i].empty()) return false;
+  return true;
+}
+
+void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
+  const CompiledGrammar& g = *grammar_;
+  const TokenVocabulary& v = g.vocab();
+  DSV4_CHECK(bits.size() == g.mask_words(), "grammar: mask of ", bits.size(), " words, vocabulary needs ", g.mask_words());
+  std::fill(bits.begin(), bits.end(), 0);
+  if (ended_[depth_]) {  // only EOS again: a verification row after a drafted EOS needs some token
+    if (v.eos >= 0) bits[size_t(v.eos) >> 6] |= uint64_t(1) << (v.eos & 63);
+    return;
+  }
+  const StackSet& s = current();
+  s.serialize(key_);
+  if (g.cached_mask(key_, bits)) return;
+  seen_tops_.clear();
+  to_walk_.clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto stack = s[i];
+    if (stack.empty()) {
+      if (v.eos >= 0) bits[size_t(v.eos) >> 6] |= uint64_t(1) << (v.eos & 63);
+      continue;
+    }
+    const uint32_t top = stack.back();
+    const CompiledGrammar::AtTop& at = g.at_top(top);
+    if (std::find(seen_tops_.begin(), seen_tops_.end(), top) == seen_tops_.end()) {
+      seen_tops_.push_back(top);
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= at.accepted[w];
+    }
+    if (at.uncertain.size() > walk_above_) {  // walked below, with the other such stacks
+      to_walk_.add(stack);
+      continue;
+    }
+    for (int32_t u : at.uncertain) {
+      uint64_t& word = bits[size_t(u) >> 6];
+      const uint64_t bit = uint64_t(1) << (u & 63);
+      if (!(word & bit) && step_.accepts(stack, v.bytes[size_t(u)])) word |= bit;
+    }
+  }
+  if (!to_walk_.empty()) {
+    if (!walker_) walker_ = std::make_unique<VocabularyWalker>(g.grammar(), nullptr, v, g.sorted_vocabulary());
+    walker_->walk(to_walk_, [&](int32_t id, bool) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); });
+  }
+  g.cache_mask(key_, bits);
+}
+
+}  // namespace dsv4::grammar

@@ -1,0 +1,131 @@
+// A grammar compiled against a tokenizer's vocabulary, and the per-sequence token matcher.
+//
+// Masks are computed the way xgrammar does it: for every byte-set position P of the grammar
+// (every possible stack top), compilation walks the whole vocabulary once, in sorted order so
+// that tokens sharing a prefix share the work, starting from the stack [P] alone. A token is
+//   - accepted at P when some parse consumes all its bytes without leaving P's rule: then it
+//     is allowed whatever lies below P on the real stack;
+//   - rejected at P when every parse fails inside P's rule;
+//   - uncertain when a parse reaches the end of P's rule with bytes left (`",` after the last
+//     character of a string): only these are checked against the full stack at run time.
+// At run time a mask is the union, over the live stacks, of their top's accepted set plus the
+// uncertain tokens that the full stack takes: a few kilobytes of OR and a short list of checks
+// instead of a walk of 129k tokens. Special tokens (added tokens: EOS, </think>, tool markers)
+// are never text to the grammar: only EOS is allowed, and only when the root has completed.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/grammar_matcher.h"
+
+namespace dsv4::grammar {
+
+struct SortedVocabulary;
+class VocabularyWalker;
+
+struct TokenVocabulary {
+  std::vector<std::string> bytes;    // per token id: the bytes it stands for
+  std::vector<uint8_t> special;      // per token id: 1 = a special token (never text)
+  int32_t eos = -1;                  // allowed when the grammar is complete (-1: none)
+  int32_t size() const { return int32_t(bytes.size()); }
+};
+
+class CompiledGrammar {
+ public:
+  // Walks the vocabulary for every stack top on `threads` threads (0 = all cores).
+  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> vocab, int threads = 0);
+
+  const Grammar& grammar() const { return grammar_; }
+  const TokenVocabulary& vocab() const { return *vocab_; }
+  size_t mask_words() const { return words_; }  // 64-bit words of a vocabulary bitmap
+  const SortedVocabulary& sorted_vocabulary() const { return *sorted_; }
+
+  struct AtTop {
+    std::vector<uint64_t> accepted;   // bitmap over the vocabulary
+    std::vector<int32_t> uncertain;   // token ids to check against the full stack
+  };
+  const AtTop& at_top(uint32_t position) const { return tops_[top_index_[position]]; }
+
+  // Masks already computed, by stack set (serialized): generation revisits the same states
+  // (every character of a string), so most masks are a lookup. Shared by all matchers of the
+  // grammar; bounded (cleared when full).
+  bool cached_mask(const std::vector<uint32_t>& key, std::span<uint64_t> bits) const;
+  void cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const;
+
+  // Compilation figures (bench, tests).
+  size_t stack_tops() const { return tops_.size(); }
+  size_t uncertain_total() const;
+  double compile_seconds() const { return compile_seconds_; }
+
+ private:
+  Grammar grammar_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  std::shared_ptr<const SortedVocabulary> sorted_;
+  size_t words_ = 0;
+  std::vector<uint32_t> top_index_;   // element position → index into tops_
+  std::vector<AtTop> tops_;
+  double compile_seconds_ = 0;
+  static constexpr size_t kMaxCachedMasks = 1024;
+  mutable std::mutex cache_mutex_;
+  struct KeyHash {
+    size_t operator()(const std::vector<uint32_t>& k) const {
+      uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+      for (uint32_t w : k) h = (h ^ w) * 1099511628211ull;
+      return size_t(h);
+    }
+  };
+  mutable std::unordered_map<std::vector<uint32_t>, std::vector<uint64_t>, KeyHash> cache_;
+};
+
+// The grammar state of one sequence, token by token, with rollback (speculative drafts).
+// Keeps the stack set after every accepted token; buffers are reused, so steady-state
+// accept / rollback / mask allocate nothing.
+class TokenMatcher {
+ public:
+  explicit TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+  ~TokenMatcher();
+
+  // Advances by one token; false (and no change) when the grammar does not allow it.
+  bool accept(int32_t token);
+  // Would accept(token) succeed?
+  bool allows(int32_t token);
+  // Undoes the last n accepted tokens (n ≤ accepted()).
+  void rollback(size_t n);
+  void reset() { rollback(accepted()); }
+  size_t accepted() const { return depth_; }
+
+  bool complete() const;   // the root has matched: EOS is allowed
+  bool finished() const;   // EOS accepted, or complete with nothing that can follow
+  // After EOS only EOS is allowed (the decoder verifies rows after a drafted EOS and drops them).
+  // Sets bits[v] for every token allowed next (bits: mask_words() words, cleared first).
+  void fill_mask(std::span<uint64_t> bits);
+  const CompiledGrammar& compiled() const { return *grammar_; }
+  // Tests: walk the vocabulary for any stack with more than n uncertain tokens (default 2048).
+  void set_walk_above(size_t n) { walk_above_ = n; }
+
+ private:
+  const StackSet& current() const { return history_[depth_]; }
+  bool advance_bytes(const StackSet& from, const std::string& bytes, StackSet& to);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  StackStepper step_;
+  std::vector<StackSet> history_;   // history_[i]: stacks after i accepted tokens
+  std::vector<uint8_t> ended_;      // ended_[i]: EOS was the i-th token
+  size_t depth_ = 0;
+  StackSet scratch_a_, scratch_b_;
+  std::vector<uint32_t> seen_tops_;
+  std::vector<uint32_t> key_;
+  // A stack whose top left more tokens uncertain than this is walked through the whole
+  // vocabulary instead (milliseconds, then cached) rather than checked token by token.
+  size_t walk_above_ = 2048;
+  StackSet to_walk_;
+  std::unique_ptr<VocabularyWalker> walker_;
+};
+
+}  // namespace dsv4::grammar

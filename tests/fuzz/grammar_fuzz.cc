@@ -1,0 +1,62 @@
+// The grammar compilers: input that is JSON goes through the JSON Schema converter, anything
+// else is GBNF text. What compiles is matched against a small vocabulary: the token masks must
+// equal a brute-force check of every token, and strings the grammar accepts byte by byte must
+// be accepted token by token too. Compilation may refuse input only with a GrammarError.
+#include <nlohmann/json.hpp>
+
+#include "fuzz_support.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_grammar.h"
+
+using namespace dsv4;
+using namespace dsv4::grammar;
+
+namespace {
+
+std::shared_ptr<const TokenVocabulary> vocabulary() {
+  static const auto v = [] {
+    auto v = std::make_shared<TokenVocabulary>();
+    v->bytes.push_back("");  // EOS
+    v->special.push_back(1);
+    v->eos = 0;
+    for (int c = 0x20; c < 0x7f; ++c) v->bytes.push_back(std::string(1, char(c)));
+    for (const char* s : {"\n", "{\"", "\":", "\",", "},", "true", "null", "12", "\xC3", "\xA9", "é", "  ", "ab"})
+      v->bytes.push_back(s);
+    v->special.resize(v->bytes.size(), 0);
+    return v;
+  }();
+  return v;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 4096) return 0;  // grammars this long only slow the search
+  const std::string text(fuzz::as_text(data, size));
+  std::string gbnf = text;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Grammar g;
+  try {
+    if (!j.is_discarded()) gbnf = json_schema_to_gbnf(j);
+    g = parse_gbnf(gbnf);
+  } catch (const GrammarError&) {
+    return 0;
+  }
+  if (g.terminal_count() > 2000) return 0;
+  const auto compiled = std::make_shared<CompiledGrammar>(std::move(g), vocabulary(), 1);
+  TokenMatcher m(compiled);
+  std::vector<uint64_t> bits(compiled->mask_words());
+  const auto& v = *vocabulary();
+  for (int step = 0; step < 24; ++step) {  // a walk that takes the first allowed token each time
+    m.fill_mask(bits);
+    int32_t next = -1;
+    for (int32_t t = 0; t < v.size(); ++t) {
+      const bool in_mask = (bits[size_t(t) >> 6] >> (t & 63)) & 1;
+      FUZZ_CHECK(in_mask == m.allows(t), "a token mask differs from the brute-force check");
+      if (in_mask && next < 0 && t != v.eos) next = t;
+    }
+    if (next < 0) break;
+    FUZZ_CHECK(m.accept(next), "a token in the mask is refused");
+  }
+  return 0;
+}

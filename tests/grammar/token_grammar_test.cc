@@ -1,0 +1,132 @@
+// The token-level matcher: its precomputed masks against a brute-force check of every token
+// from the live stacks, along random walks with rollbacks; EOS and special tokens by rule.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "grammar/token_grammar.h"
+
+namespace dsv4::grammar {
+namespace {
+
+// A small vocabulary shaped like a BPE one: EOS and another special token, every printable
+// byte, pieces that span several grammar symbols ("\":", "},", "\"}"), keywords, and tokens
+// that split a UTF-8 character.
+std::shared_ptr<TokenVocabulary> toy_vocabulary() {
+  auto v = std::make_shared<TokenVocabulary>();
+  auto add = [&](const std::string& s, bool special = false) {
+    v->bytes.push_back(s);
+    v->special.push_back(special);
+  };
+  add("<eos>", true);
+  add("</think>", true);
+  v->eos = 0;
+  for (int c = 0x20; c < 0x7f; ++c) add(std::string(1, char(c)));
+  for (const char* s : {"{\"", "\":", "\",", "\"}", "},", "}]", "[{", "true", "false", "null", "tr", "ue", "12", "-0",
+                        ".5", "e+", "\n", "\n  ", "  ", "\t", ",\"", "\"a", "ab", "é", "\xC3", "\xA9", "😀", "\xF0\x9F",
+                        "\x98\x80", "\\n", "\\u00", "\"\"", "[]", "{}", "1,", "0}", "\"\n"})
+    add(s);
+  return v;
+}
+
+const char* kJsonish = R"(
+root   ::= object
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
+array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]{0,5} ) ( "." [0-9]{1,4} )? ( [eE] [-+]? [0-9]{1,2} )?
+ws     ::= ( " " | "\n" [ \t]{0,4} )?
+)";
+
+// walk_above: stacks with more uncertain tokens than this take the whole-vocabulary walk
+// (0: always — that path too must give the brute-force mask).
+class MaskPaths : public ::testing::TestWithParam<size_t> {};
+INSTANTIATE_TEST_SUITE_P(TokenGrammar, MaskPaths, ::testing::Values(size_t(2048), size_t(0)));
+
+TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
+  const auto vocab = toy_vocabulary();
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf(kJsonish), vocab, 2);
+  EXPECT_GT(g->uncertain_total(), 0u);  // tokens spanning rule ends exist in this vocabulary
+  TokenMatcher m(g);
+  m.set_walk_above(GetParam());
+  std::mt19937 rng(7);
+  std::vector<uint64_t> bits(g->mask_words());
+  int checked = 0, rollbacks = 0, completions = 0;
+  for (int step = 0; step < 3000; ++step) {
+    m.fill_mask(bits);
+    std::vector<int32_t> allowed;
+    for (int32_t t = 0; t < vocab->size(); ++t) {
+      const bool in_mask = (bits[size_t(t) >> 6] >> (t & 63)) & 1;
+      ASSERT_EQ(in_mask, m.allows(t)) << "token " << t << " '" << vocab->bytes[size_t(t)] << "' after "
+                                       << m.accepted() << " tokens";
+      if (in_mask) allowed.push_back(t);
+      ++checked;
+    }
+    if (allowed.empty() || m.finished()) {  // done: start over
+      ++completions;
+      m.reset();
+      continue;
+    }
+    if (m.accepted() > 3 && rng() % 8 == 0) {
+      m.rollback(1 + rng() % 3);
+      ++rollbacks;
+      continue;
+    }
+    const int32_t t = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(m.accept(t));
+    if (m.accepted() > 60) m.reset();
+  }
+  EXPECT_GT(rollbacks, 100);
+  EXPECT_GT(completions, 5);
+  EXPECT_GT(checked, 100000);
+}
+
+TEST(TokenGrammar, EosOnlyWhenCompleteAndSpecialTokensNeverText) {
+  const auto vocab = toy_vocabulary();
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"{\" \"}\""), vocab, 1);
+  TokenMatcher m(g);
+  EXPECT_FALSE(m.allows(0));  // EOS before the root completes
+  EXPECT_FALSE(m.allows(1));  // a special token is never text, whatever its bytes
+  EXPECT_TRUE(m.accept(2 + ('{' - 0x20)));
+  EXPECT_FALSE(m.complete());
+  EXPECT_TRUE(m.accept(2 + ('}' - 0x20)));
+  EXPECT_TRUE(m.complete());
+  EXPECT_TRUE(m.finished());  // nothing can follow: no trailing whitespace, only EOS
+  std::vector<uint64_t> bits(g->mask_words());
+  m.fill_mask(bits);
+  for (int32_t t = 0; t < vocab->size(); ++t) EXPECT_EQ((bits[size_t(t) >> 6] >> (t & 63)) & 1, uint64_t(t == 0)) << t;
+  EXPECT_TRUE(m.accept(0));
+  EXPECT_FALSE(m.allows(2 + ('{' - 0x20)));
+  m.fill_mask(bits);  // after EOS: only EOS (rows after a drafted EOS are verified, then dropped)
+  for (int32_t t = 0; t < vocab->size(); ++t) EXPECT_EQ((bits[size_t(t) >> 6] >> (t & 63)) & 1, uint64_t(t == 0)) << t;
+  EXPECT_TRUE(m.accept(0));
+  m.rollback(1);
+  m.rollback(2);
+  EXPECT_FALSE(m.complete());
+  EXPECT_TRUE(m.allows(2 + ('}' - 0x20)));
+}
+
+TEST(TokenGrammar, TokensSplittingACharacterAreMatchedByteWise) {
+  const auto vocab = toy_vocabulary();
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"\\\"\" [é😀]+ \"\\\"\""), vocab, 1);
+  TokenMatcher m(g);
+  auto id = [&](const std::string& s) {
+    for (int32_t t = 0; t < vocab->size(); ++t)
+      if (vocab->bytes[size_t(t)] == s && !vocab->special[size_t(t)]) return t;
+    return -1;
+  };
+  ASSERT_TRUE(m.accept(id("\"")));
+  EXPECT_TRUE(m.accept(id("\xC3")));   // the first byte of é
+  EXPECT_FALSE(m.allows(id("\"")));    // not between the bytes of a character
+  EXPECT_FALSE(m.allows(id("\xF0\x9F")));
+  EXPECT_TRUE(m.accept(id("\xA9")));
+  EXPECT_TRUE(m.accept(id("\xF0\x9F")));
+  EXPECT_TRUE(m.accept(id("\x98\x80")));
+  EXPECT_TRUE(m.accept(id("\"")));
+  EXPECT_TRUE(m.complete());
+}
+
+}  // namespace
+}  // namespace dsv4::grammar
