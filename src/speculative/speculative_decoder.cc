@@ -137,28 +137,30 @@ SequenceOutput SpeculativeDecoder::release(SequenceId id) {
   return out;
 }
 
+// The tokens the sequence's mask allows after context + extra (empty: no mask, all allowed).
+std::span<const uint8_t> SpeculativeDecoder::allowed_after(Sequence& s, std::span<const int32_t> extra) {
+  if (!s.options.mask) return {};
+  context_.assign(s.context.begin(), s.context.end());
+  context_.insert(context_.end(), extra.begin(), extra.end());
+  allowed_.assign(size_t(target_.config().vocab_size), 0);
+  s.options.mask->allowed_tokens(s.mask_sequence, context_, allowed_);
+  return allowed_;
+}
+
 void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra,
                                              std::vector<float>& p) {
-  const int64_t V = target_.config().vocab_size;
-  std::span<const uint8_t> allowed;
-  if (s.options.mask) {
-    context_.assign(s.context.begin(), s.context.end());
-    context_.insert(context_.end(), extra.begin(), extra.end());
-    allowed_.assign(size_t(V), 0);
-    s.options.mask->allowed_tokens(s.mask_sequence, context_, allowed_);
-    allowed = allowed_;
-  }
-  sampling_distribution(std::span<const float>(logits, size_t(V)), s.options.sampling, allowed, p);
+  const std::span<const uint8_t> allowed = allowed_after(s, extra);
+  sampling_distribution(std::span<const float>(logits, size_t(target_.config().vocab_size)), s.options.sampling,
+                        allowed, p);
 }
 
 // The target's token after context + extra.
 int32_t SpeculativeDecoder::choose(const float* logits, Sequence& s, std::span<const int32_t> extra) {
   const SamplingParams& sp = s.options.sampling;
-  if (sp.greedy() && !s.options.mask)
-    return argmax_token(std::span<const float>(logits, size_t(target_.config().vocab_size)));
+  if (sp.greedy())  // the masked argmax directly: no distribution over the vocabulary to build
+    return argmax_token(std::span<const float>(logits, size_t(target_.config().vocab_size)), allowed_after(s, extra));
   target_distribution(logits, s, extra, probs_);
-  return sp.greedy() ? int32_t(std::max_element(probs_.begin(), probs_.end()) - probs_.begin())
-                     : sample_from(probs_, s.rng);
+  return sample_from(probs_, s.rng);
 }
 
 // Verifies one sequence's drafts against its verification rows; returns the accepted
