@@ -1,9 +1,8 @@
 // What compilation knows about a grammar's rules beyond their text, so that a stack top's
-// tokens can be classified with as much of the stack as is certain:
-//   - a rule referenced from one place only returns there: the frames below any stack top
-//     inside it are known (up to the first rule with several callers, or the root);
-//   - what can follow a rule (its FOLLOW bytes) rules out tokens that would need the rule to
-//     end where nothing that could come next matches.
+// tokens can be classified with as much of the stack as is certain: a rule referenced from one
+// place only returns there, so the frames below any stack top inside it are known (up to the
+// first rule with several callers, or the root); below those, its callers (for the walk's
+// over-approximated returns, grammar_matcher.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,20 +22,15 @@ class GrammarAnalysis {
   explicit GrammarAnalysis(const Grammar& g);
   uint32_t rule_of(uint32_t position) const { return rule_of_[position]; }
   TopContext context_of(uint32_t top) const;
-  const ByteSet& follow(uint32_t rule) const { return follow_[rule]; }
   const std::vector<uint32_t>& callers(uint32_t rule) const { return sites_[rule]; }
 
  private:
   void compute_contexts();
-  void compute_follow();
-  ByteSet first_of(uint32_t position, bool& nullable) const;  // of the sequence from position
 
   const Grammar& g_;
   std::vector<uint32_t> rule_of_;
   std::vector<std::vector<uint32_t>> sites_;   // per rule: positions that reference it (not self tail calls)
   std::vector<TopContext> rule_context_;       // per rule: frames below its own frame
-  std::vector<uint8_t> nullable_;
-  std::vector<ByteSet> first_, follow_;
 };
 
 }  // namespace dsv4::grammar
