@@ -1,4 +1,5 @@
 #include "checkpoint/aligned_weights.h"
+#include "checkpoint/name_match.h"
 
 #include <cmath>
 #include <memory>
@@ -11,11 +12,6 @@
 namespace dsv4 {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Embedding row t as stored (bf16-rounded), drawn from its own stream so that the head
 // can rebuild any row without generating the whole table.

@@ -1,4 +1,5 @@
 #include "checkpoint/inspect.h"
+#include "checkpoint/name_match.h"
 
 #include <cmath>
 #include <cstdio>
@@ -25,9 +26,6 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 void classify_layers(InspectReport& r) {
   const ModelConfig& c = r.config;

@@ -1,4 +1,5 @@
 #include "checkpoint/mirror_weights.h"
+#include "checkpoint/name_match.h"
 
 #include <cmath>
 #include <map>
@@ -12,10 +13,6 @@ namespace dsv4 {
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // The values of `source` (same shape and encoding): its fill, run on the stream it would
 // draw from itself, so the copy is value- and byte-identical.

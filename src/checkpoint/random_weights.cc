@@ -1,4 +1,5 @@
 #include "checkpoint/random_weights.h"
+#include "checkpoint/name_match.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,15 +8,6 @@
 #include "core/error.h"
 
 namespace dsv4 {
-
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-}  // namespace
 
 ValueDistribution random_distribution(const WeightJob& job, const ModelConfig& c) {
   using D = ValueDistribution;

@@ -1,4 +1,5 @@
 #include "checkpoint/transcode.h"
+#include "checkpoint/name_match.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,9 +28,6 @@ namespace {
 constexpr const char* kNames[] = {"release", "bf16", "hf-bf16", "fp8-experts", "nvfp4", "ct-nvfp4", "ct-fp8", "ct-int4"};
 constexpr int kEncodings = int(sizeof(kNames) / sizeof(kNames[0]));
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // One output tensor: its declaration and how to produce its bytes (called once, in order).
 struct OutputTensor {

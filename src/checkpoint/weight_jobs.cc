@@ -1,4 +1,5 @@
 #include "checkpoint/weight_jobs.h"
+#include "checkpoint/name_match.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,9 +14,6 @@ namespace dsv4 {
 namespace {
 constexpr int64_t kChunkValues = int64_t(1) << 16;  // logical values per chunk (256 KB as floats)
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 int64_t WeightJob::chunk_rows() const {

@@ -1,12 +1,7 @@
 #include "grammar/gbnf_compose.h"
+#include "grammar/grammar.h"
 
 namespace dsv4::grammar {
-namespace {
-bool is_name_char(char c) {  // as grammar.cc reads rule names
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
-}  // namespace
-
 std::string gbnf_prefixed(std::string_view gbnf, std::string_view prefix, const std::set<std::string>& shared) {
   std::string out;
   out.reserve(gbnf.size() * 5 / 4);
@@ -27,9 +22,9 @@ std::string gbnf_prefixed(std::string_view gbnf, std::string_view prefix, const 
     else if (c == '{') copy_until('}');
     else if (c == '#') {
       while (i < gbnf.size() && gbnf[i] != '\n') out += gbnf[i++];
-    } else if (is_name_char(c)) {
+    } else if (is_gbnf_name_char(c)) {
       const size_t begin = i;
-      while (i < gbnf.size() && is_name_char(gbnf[i])) ++i;
+      while (i < gbnf.size() && is_gbnf_name_char(gbnf[i])) ++i;
       const std::string name(gbnf.substr(begin, i - begin));
       if (!shared.count(name)) out += prefix;
       out += name;

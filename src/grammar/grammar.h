@@ -69,6 +69,11 @@ class Grammar {
 // line:column, left recursion, no `root`).
 Grammar parse_gbnf(std::string_view text);
 
+// The characters of a GBNF rule name.
+inline bool is_gbnf_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
 // Whole-string checks (tests, validation of inputs): does the grammar match all of `text`,
 // or can `text` be continued to a match?
 bool grammar_accepts(const Grammar& g, std::string_view text);

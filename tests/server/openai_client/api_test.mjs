@@ -162,7 +162,7 @@ await runTests([
                          (e) => assert.equal(e.param, 'messages'));
     await expectApiError(api.chat.completions.create({ model, messages: user('hi'), max_tokens: 100000 }), 400,
                          (e) => assert.equal(e.code, 'context_length_exceeded'));
-    await expectApiError(api.completions.create({ model, prompt: 'word '.repeat(3000) }), 400,
+    await expectApiError(api.completions.create({ model, prompt: 'word '.repeat(9000) }), 400,
                          (e) => assert.equal(e.code, 'context_length_exceeded'));
     await expectApiError(api.completions.create({ model, prompt: [1, 2, 99999] }), 400);
     await expectApiError(api.chat.completions.create({ model, messages: user('hi'), temperature: 'hot' }), 400,
@@ -222,9 +222,11 @@ await runTests([
   }],
   ['a non-streamed request whose client goes away is cancelled and its blocks returned', async () => {
     // A client that closes its connection (node:http's destroy(): fetch, once aborted, may keep
-    // reading the body to reuse the connection, and then the server cannot tell).
+    // reading the body to reuse the connection, and then the server cannot tell). The server
+    // notices at its first writes (the heartbeats from half a second on), long before 4000
+    // tokens are done (the context holds 4096).
     const before = await metrics(base);
-    const body = JSON.stringify({ model, prompt: [4, 5, 6], max_tokens: 1900, ignore_eos: true, temperature: 0 });
+    const body = JSON.stringify({ model, prompt: [4, 5, 6], max_tokens: 4000, ignore_eos: true, temperature: 0 });
     await new Promise((resolve) => {
       const req = http.request(`${base}/v1/completions`, {
         method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
@@ -232,14 +234,14 @@ await runTests([
       req.on('error', () => resolve());
       req.on('close', () => resolve());
       req.end(body);
-      setTimeout(() => req.destroy(), 900);
+      setTimeout(() => req.destroy(), 100);
     });
     const m = await waitForMetrics(base, (x) => x.sum('vllm:num_requests_running') === 0 &&
                                                  x.sum('dsv4:cache_blocks_used') === 0,
                                    'the abandoned sequence released');
     const aborts = (x) => x.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0;
     assert.ok(aborts(m) > aborts(before), 'counted as aborted');
-    assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 1900,
+    assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 4000,
               'it did not run to its end');
   }],
 ]);

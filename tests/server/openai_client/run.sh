@@ -74,7 +74,7 @@ console.error("never became ready"); process.exit(1);
 ' "http://127.0.0.1:$loading" || { echo "--- loading server log"; cat loading.log; exit 1; }
 kill "${pids[0]}"; pids=()
 
-start_server main.log --draft 2 --max-sequences 4 --max-waiting 48 --max-context 2048 --api-key test-key
+start_server main.log --draft 2 --max-sequences 4 --max-waiting 48 --max-context 4096 --api-key test-key
 start_server busy.log --max-sequences 1 --max-waiting 1 --max-context 2048
 port=$(server_port main.log)
 busy=$(server_port busy.log)
