@@ -31,10 +31,6 @@ struct Node {
   int line = 0;
 };
 
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
-
 class Parser {
  public:
   explicit Parser(std::string_view text) : s_(text) {}
@@ -82,14 +78,14 @@ class Parser {
   }
   std::string parse_name() {
     const size_t b = pos_;
-    while (pos_ < s_.size() && is_name_char(s_[pos_])) ++pos_;
+    while (pos_ < s_.size() && is_gbnf_name_char(s_[pos_])) ++pos_;
     if (b == pos_) fail("expected a rule name");
     return std::string(s_.substr(b, pos_ - b));
   }
   // Is the text at pos_ the start of the next rule (`name ::=`)?
   bool at_rule_start() const {
     size_t p = pos_;
-    while (p < s_.size() && is_name_char(s_[p])) ++p;
+    while (p < s_.size() && is_gbnf_name_char(s_[p])) ++p;
     if (p == pos_) return false;
     while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t' || s_[p] == '\n' || s_[p] == '\r')) ++p;
     return s_.substr(p, 3) == "::=";
@@ -139,7 +135,7 @@ class Parser {
         skip_space();
         if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')'");
         ++pos_;
-      } else if (is_name_char(c)) {
+      } else if (is_gbnf_name_char(c)) {
         n.kind = Node::kRef;
         n.ref = parse_name();
       } else {
@@ -298,7 +294,11 @@ class Lowering {
   // classifies tokens that run past its end exactly, instead of leaving them uncertain
   // (`ws` and a string's `char` are used in dozens of places).
   static constexpr size_t kInlineNodes = 30;
-  static constexpr int kCloneCopies = 8;
+  // Copies of a repeated item that get rules of their own (a JSON string's maxLength of up to
+  // 128 characters: every character position then has a known continuation), while the grammar
+  // has fewer than kCloneRuleBudget rules (nested repetitions would multiply).
+  static constexpr int kCloneCopies = 128;
+  static constexpr size_t kCloneRuleBudget = 20000;
   void inline_small_rules() {
     std::map<std::string, int> state;  // 1: in progress (recursive), 2: done
     std::map<std::string, size_t> size;
@@ -411,7 +411,7 @@ class Lowering {
     // group): a rule with one caller has a known return address, which lets compilation
     // classify tokens inside it exactly instead of leaving them to be checked at run time.
     // Beyond that the copies share one item (compile time grows with every copy).
-    const bool clone = (n.max < 0 ? n.min + 1 : n.max) <= kCloneCopies;
+    const bool clone = (n.max < 0 ? n.min + 1 : n.max) <= kCloneCopies && bodies_.size() < kCloneRuleBudget;
     const Element shared = clone ? Element{} : as_element(n, rule);
     auto item = [&] { return clone ? as_element(n, rule) : shared; };
     for (int i = 0; i < n.min; ++i) out.push_back(item());

@@ -49,10 +49,10 @@ Cache& cache() {
   return c;
 }
 
-// The memory a compiled grammar's masks take: a vocabulary bitmap per stack top, the uncertain
-// token lists, and (at most) its own cache of computed masks.
+// The memory a compiled grammar's masks take: its per-top token sets, and (counted as a
+// quarter full) its own cache of computed masks.
 size_t footprint(const CompiledGrammar& g) {
-  return g.stack_tops() * g.mask_words() * 8 + g.uncertain_total() * 4 + 64 * g.mask_words() * 8;
+  return g.memory_bytes() + CompiledGrammar::kMaxCachedMasks / 4 * g.mask_words() * 8;
 }
 
 }  // namespace

@@ -11,7 +11,13 @@
 
 namespace dsv4::grammar {
 namespace {
-
+struct BitmapHash {
+  size_t operator()(const std::vector<uint64_t>& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t w : k) h = (h ^ w) * 1099511628211ull;
+    return size_t(h);
+  }
+};
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> vocab, int threads)
@@ -33,9 +39,12 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
   const int n = std::max(1, std::min<int>(threads > 0 ? threads : int(std::thread::hardware_concurrency()),
                                           int(tops.size())));
   std::atomic<size_t> next{0};
+  std::mutex bitmaps_mutex;
+  std::unordered_map<std::vector<uint64_t>, const std::vector<uint64_t>*, BitmapHash> distinct;
   auto work = [&] {
     VocabularyWalker walker(grammar_, &analysis, *vocab_, *sorted_);
     std::vector<uint32_t> start;
+    std::vector<uint64_t> bits(words_);
     for (size_t i; (i = next.fetch_add(1)) < tops.size();) {
       // The stack every parse with this top holds: the known frames below it, and below those
       // a marker for the unknown callers (none when the frames reach the root).
@@ -45,11 +54,25 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
       start.insert(start.end(), context.frames.begin(), context.frames.end());
       start.push_back(tops[i]);
       AtTop& out = tops_[i];
-      out.accepted.assign(words_, 0);
       walker.walk(start, [&](int32_t id, bool exact) {
-        if (exact) out.accepted[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+        if (exact) out.accepted_ids.push_back(id);
         else out.uncertain.push_back(id);  // only through some caller: check the real stack
       });
+      if (out.accepted_ids.size() < kListBelow) {
+        std::sort(out.accepted_ids.begin(), out.accepted_ids.end());  // (walked in byte order)
+        out.accepted_ids.shrink_to_fit();
+        continue;
+      }
+      std::fill(bits.begin(), bits.end(), 0);
+      for (int32_t id : out.accepted_ids) bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+      out.accepted_ids = {};
+      std::lock_guard<std::mutex> lock(bitmaps_mutex);
+      auto [it, added] = distinct.try_emplace(bits, nullptr);
+      if (added) {
+        bitmaps_.push_back(std::make_unique<std::vector<uint64_t>>(bits));
+        it->second = bitmaps_.back().get();
+      }
+      out.accepted_bits = it->second;
     }
   };
   std::vector<std::thread> pool;
@@ -63,14 +86,31 @@ bool CompiledGrammar::cached_mask(const std::vector<uint32_t>& key, std::span<ui
   std::lock_guard<std::mutex> lock(cache_mutex_);
   const auto it = cache_.find(key);
   if (it == cache_.end()) return false;
-  std::copy(it->second.begin(), it->second.end(), bits.begin());
+  const uint64_t* mask = cache_slots_[it->second].get();
+  std::copy(mask, mask + words_, bits.begin());
   return true;
 }
 
 void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  if (cache_.size() >= kMaxCachedMasks) cache_.clear();
-  cache_.emplace(key, std::vector<uint64_t>(bits.begin(), bits.end()));
+  if (cache_slots_.empty()) {
+    cache_slots_.resize(kMaxCachedMasks);
+    cache_slot_key_.assign(kMaxCachedMasks, nullptr);
+  }
+  const auto [it, added] = cache_.try_emplace(key, cache_next_slot_);
+  if (!added) return;  // (another sequence cached it meanwhile)
+  const uint32_t slot = cache_next_slot_;
+  cache_next_slot_ = uint32_t((cache_next_slot_ + 1) % kMaxCachedMasks);
+  if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) cache_.erase(*old);
+  cache_slot_key_[slot] = &it->first;  // (node-based map: the key stays where it is)
+  if (!cache_slots_[slot]) cache_slots_[slot] = std::make_unique_for_overwrite<uint64_t[]>(words_);
+  std::copy(bits.begin(), bits.end(), cache_slots_[slot].get());
+}
+
+size_t CompiledGrammar::memory_bytes() const {
+  size_t n = bitmaps_.size() * words_ * 8 + tops_.size() * sizeof(AtTop);
+  for (const AtTop& t : tops_) n += (t.accepted_ids.capacity() + t.uncertain.capacity()) * 4;
+  return n;
 }
 
 size_t CompiledGrammar::uncertain_total() const {
@@ -80,7 +120,10 @@ size_t CompiledGrammar::uncertain_total() const {
 }
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), step_(grammar_->grammar()) {
+    : grammar_(std::move(grammar)),
+      step_(grammar_->grammar()),
+      walker_(std::make_unique<VocabularyWalker>(grammar_->grammar(), nullptr, grammar_->vocab(),
+                                                 grammar_->sorted_vocabulary(), kMaxAutomatonStates)) {
   history_.resize(1);
   ended_.assign(1, 0);
   step_.start(history_[0]);
@@ -153,7 +196,13 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
   s.serialize(key_);
   if (g.cached_mask(key_, bits)) return;
   seen_tops_.clear();
+  seen_bitmaps_.clear();
   to_walk_.clear();
+  StackAutomaton& automaton = walker_->automaton();
+  automaton.forget_if_full();
+  // Uncertain tokens are checked against the whole set (the mask is the union over its stacks):
+  // one automaton state, whose steps tokens of every stack share.
+  uint32_t whole = StackAutomaton::kDead;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto stack = s[i];
     if (stack.empty()) {
@@ -164,20 +213,29 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
     const CompiledGrammar::AtTop& at = g.at_top(top);
     if (std::find(seen_tops_.begin(), seen_tops_.end(), top) == seen_tops_.end()) {
       seen_tops_.push_back(top);
-      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= at.accepted[w];
+      for (int32_t id : at.accepted_ids) bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+      const std::vector<uint64_t>* b = at.accepted_bits;
+      if (b && std::find(seen_bitmaps_.begin(), seen_bitmaps_.end(), b) == seen_bitmaps_.end()) {
+        seen_bitmaps_.push_back(b);
+        for (size_t w = 0; w < bits.size(); ++w) bits[w] |= (*b)[w];
+      }
     }
     if (at.uncertain.size() > walk_above_) {  // walked below, with the other such stacks
       to_walk_.add(stack);
       continue;
     }
+    if (!at.uncertain.empty() && whole == StackAutomaton::kDead) whole = automaton.state_of(s);
     for (int32_t u : at.uncertain) {
       uint64_t& word = bits[size_t(u) >> 6];
       const uint64_t bit = uint64_t(1) << (u & 63);
-      if (!(word & bit) && step_.accepts(stack, v.bytes[size_t(u)])) word |= bit;
+      if (word & bit) continue;
+      uint32_t state = whole;
+      for (unsigned char c : v.bytes[size_t(u)])
+        if ((state = automaton.next(state, c)) == StackAutomaton::kDead) break;
+      if (state != StackAutomaton::kDead) word |= bit;
     }
   }
   if (!to_walk_.empty()) {
-    if (!walker_) walker_ = std::make_unique<VocabularyWalker>(g.grammar(), nullptr, v, g.sorted_vocabulary());
     walker_->walk(to_walk_, [&](int32_t id, bool) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); });
   }
   g.cache_mask(key_, bits);

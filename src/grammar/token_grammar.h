@@ -46,10 +46,15 @@ class CompiledGrammar {
   size_t mask_words() const { return words_; }  // 64-bit words of a vocabulary bitmap
   const SortedVocabulary& sorted_vocabulary() const { return *sorted_; }
 
+  // The tokens of one stack top. Accepted sets are mostly small (a literal's next byte) or,
+  // inside strings, large and repeated across the copies of a repeated item: few tokens are kept
+  // as a list, larger sets as a bitmap shared by every top with the same set.
   struct AtTop {
-    std::vector<uint64_t> accepted;   // bitmap over the vocabulary
-    std::vector<int32_t> uncertain;   // token ids to check against the full stack
+    std::vector<int32_t> accepted_ids;              // when fewer than kListBelow
+    const std::vector<uint64_t>* accepted_bits = nullptr;  // otherwise: bitmap over the vocabulary
+    std::vector<int32_t> uncertain;                 // token ids to check against the full stack
   };
+  static constexpr size_t kListBelow = 4096;
   const AtTop& at_top(uint32_t position) const { return tops_[top_index_[position]]; }
 
   // Masks already computed, by stack set (serialized): generation revisits the same states
@@ -57,10 +62,13 @@ class CompiledGrammar {
   // grammar; bounded (cleared when full).
   bool cached_mask(const std::vector<uint32_t>& key, std::span<uint64_t> bits) const;
   void cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const;
+  static constexpr size_t kMaxCachedMasks = 1024;
 
   // Compilation figures (bench, tests).
   size_t stack_tops() const { return tops_.size(); }
   size_t uncertain_total() const;
+  size_t distinct_bitmaps() const { return bitmaps_.size(); }
+  size_t memory_bytes() const;  // the per-top sets (not the mask cache)
   double compile_seconds() const { return compile_seconds_; }
 
  private:
@@ -70,8 +78,8 @@ class CompiledGrammar {
   size_t words_ = 0;
   std::vector<uint32_t> top_index_;   // element position → index into tops_
   std::vector<AtTop> tops_;
+  std::vector<std::unique_ptr<std::vector<uint64_t>>> bitmaps_;  // the distinct large accepted sets
   double compile_seconds_ = 0;
-  static constexpr size_t kMaxCachedMasks = 1024;
   mutable std::mutex cache_mutex_;
   struct KeyHash {
     size_t operator()(const std::vector<uint32_t>& k) const {
@@ -80,7 +88,12 @@ class CompiledGrammar {
       return size_t(h);
     }
   };
-  mutable std::unordered_map<std::vector<uint32_t>, std::vector<uint64_t>, KeyHash> cache_;
+  // Masks live in kMaxCachedMasks slots, each allocated on its first use and then reused in
+  // turn (the oldest goes first): once warm, caching allocates no mask and never frees them all.
+  mutable std::unordered_map<std::vector<uint32_t>, uint32_t, KeyHash> cache_;   // key → slot
+  mutable std::vector<std::unique_ptr<uint64_t[]>> cache_slots_;
+  mutable std::vector<const std::vector<uint32_t>*> cache_slot_key_;            // slot → its key in cache_
+  mutable uint32_t cache_next_slot_ = 0;
 };
 
 // The grammar state of one sequence, token by token, with rollback (speculative drafts).
@@ -120,12 +133,16 @@ class TokenMatcher {
   size_t depth_ = 0;
   StackSet scratch_a_, scratch_b_;
   std::vector<uint32_t> seen_tops_;
+  std::vector<const std::vector<uint64_t>*> seen_bitmaps_;
   std::vector<uint32_t> key_;
   // A stack whose top left more tokens uncertain than this is walked through the whole
-  // vocabulary instead (milliseconds, then cached) rather than checked token by token.
+  // vocabulary instead (then cached) rather than checked token by token.
   size_t walk_above_ = 2048;
   StackSet to_walk_;
+  // Exact walks and the uncertain tokens' checks, through one automaton (kept across masks:
+  // the states of one string or number recur at every character).
   std::unique_ptr<VocabularyWalker> walker_;
+  static constexpr size_t kMaxAutomatonStates = 8192;
 };
 
 }  // namespace dsv4::grammar

@@ -28,8 +28,9 @@ SortedVocabulary sort_vocabulary(const TokenVocabulary& v) {
 }
 
 VocabularyWalker::VocabularyWalker(const Grammar& g, const GrammarAnalysis* analysis, const TokenVocabulary& v,
-                                   const SortedVocabulary& sorted)
-    : step_(g), approximate_(analysis != nullptr), vocab_(v), sorted_(sorted), states_(sorted.max_length + 1) {
+                                   const SortedVocabulary& sorted, size_t max_states)
+    : step_(g), automaton_(step_, max_states), approximate_(analysis != nullptr), vocab_(v), sorted_(sorted),
+      states_(sorted.max_length + 1, StackAutomaton::kDead) {
   step_.over_approximate(analysis);
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 
+#include "grammar/stack_automaton.h"
 #include "grammar/token_grammar.h"
 
 namespace dsv4::grammar {
@@ -40,17 +41,33 @@ number ::= "-"? ( "0" | [1-9] [0-9]{0,5} ) ( "." [0-9]{1,4} )? ( [eE] [-+]? [0-9
 ws     ::= ( " " | "\n" [ \t]{0,4} )?
 )";
 
-// walk_above: stacks with more uncertain tokens than this take the whole-vocabulary walk
-// (0: always — that path too must give the brute-force mask).
-class MaskPaths : public ::testing::TestWithParam<size_t> {};
-INSTANTIATE_TEST_SUITE_P(TokenGrammar, MaskPaths, ::testing::Values(size_t(2048), size_t(0)));
+// Bounded repetitions of a multi-byte item: up to 128 copies get rules of their own (exact
+// compile-time masks), longer ones share one item (uncertain tokens checked at run time).
+const char* kBounded = R"(
+root  ::= "{" short "," long "," word "}"
+char  ::= [^"\\\x00-\x1f] | "\\" ["\\/n]
+short ::= "\"" char{2,40} "\""
+long  ::= "\"" char{0,300} "\""
+word  ::= [a-z] [a-z0-9]{0,200}
+)";
+
+struct MaskCase {
+  const char* grammar;
+  size_t walk_above;  // stacks with more uncertain tokens than this take the whole-vocabulary walk
+  int max_tokens;     // a walk starts over past this many tokens
+};
+// walk_above 0: always walk — that path too must give the brute-force mask.
+class MaskPaths : public ::testing::TestWithParam<MaskCase> {};
+INSTANTIATE_TEST_SUITE_P(TokenGrammar, MaskPaths,
+                         ::testing::Values(MaskCase{kJsonish, 2048, 60}, MaskCase{kJsonish, 0, 60},
+                                           MaskCase{kBounded, 2048, 400}, MaskCase{kBounded, 0, 400}));
 
 TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
   const auto vocab = toy_vocabulary();
-  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf(kJsonish), vocab, 2);
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf(GetParam().grammar), vocab, 2);
   EXPECT_GT(g->uncertain_total(), 0u);  // tokens spanning rule ends exist in this vocabulary
   TokenMatcher m(g);
-  m.set_walk_above(GetParam());
+  m.set_walk_above(GetParam().walk_above);
   std::mt19937 rng(7);
   std::vector<uint64_t> bits(g->mask_words());
   int checked = 0, rollbacks = 0, completions = 0;
@@ -76,11 +93,57 @@ TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
     }
     const int32_t t = allowed[rng() % allowed.size()];
     ASSERT_TRUE(m.accept(t));
-    if (m.accepted() > 60) m.reset();
+    if (int(m.accepted()) > GetParam().max_tokens) m.reset();
   }
   EXPECT_GT(rollbacks, 100);
   EXPECT_GT(completions, 5);
   EXPECT_GT(checked, 100000);
+}
+
+// Inside a repetition of up to 128 copies every position's continuation is known at compile
+// time, so the string's characters leave nothing to check at run time; past 128 copies the item
+// is shared and tokens that run past its end are uncertain.
+TEST(TokenGrammar, BoundedRepetitionsUpTo128CopiesAreClassifiedAtCompileTime) {
+  const auto vocab = toy_vocabulary();
+  auto uncertain = [&](const char* gbnf) {
+    return CompiledGrammar(parse_gbnf(gbnf), vocab, 1).uncertain_total();
+  };
+  EXPECT_EQ(uncertain(R"(root ::= "\"" ( [a-z] | "\\" "n" ){0,100} "\"")"), 0u);
+  EXPECT_GT(uncertain(R"(root ::= "\"" ( [a-z] | "\\" "n" ){0,200} "\"")"), 0u);
+}
+
+// The automaton's steps are the stepper's, also after it forgets its states (budget 8).
+TEST(StackAutomaton, StepsEqualTheStackMatcherAndSurviveForgetting) {
+  const Grammar g = parse_gbnf(kJsonish);
+  StackStepper step(g);
+  StackAutomaton automaton(step, 8);
+  std::mt19937 rng(3);
+  const std::string alphabet = "{}[]\",:0123456789.-eE+ \ntrufalsn\\u";
+  int accepted = 0, rejected = 0, forgot = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    forgot += automaton.forget_if_full();
+    StackSet start;
+    step.start(start);
+    uint32_t state = automaton.state_of(start);
+    StackMatcher reference(g);  // (a rejected byte leaves it unchanged)
+    std::string text;
+    for (int tries = 0; tries < 200 && text.size() < 30; ++tries) {
+      const char c = alphabet[rng() % alphabet.size()];
+      const uint32_t next = automaton.next(state, uint8_t(c));
+      const bool ok = reference.advance(uint8_t(c));
+      ASSERT_EQ(next != StackAutomaton::kDead, ok) << "'" << c << "' after '" << text << "'";
+      if (!ok) {
+        ++rejected;
+        continue;
+      }
+      state = next;
+      text += c;
+      ++accepted;
+    }
+  }
+  EXPECT_GT(rejected, 2000);
+  EXPECT_GT(accepted, 2000);
+  EXPECT_GT(forgot, 10);
 }
 
 TEST(TokenGrammar, EosOnlyWhenCompleteAndSpecialTokensNeverText) {
