@@ -194,7 +194,8 @@ struct HttpServer::Impl {
       job.output_complete = [g](std::span<const int32_t> output) { return g->complete(output); };
       job.mask = std::move(mask);
     }
-    job.text = {r.endpoint == Endpoint::Chat, r.thinking, r.tools, r.skip_special_tokens, r.stop, m.eos};
+    job.text = {r.endpoint == Endpoint::Chat, r.thinking, r.tools, r.skip_special_tokens, r.stop, m.eos, {}};
+    if (r.tools) job.text.check_call = tool_call_checker(r.tool_parameters);
     return job;
   }
 

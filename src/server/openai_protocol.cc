@@ -27,6 +27,12 @@ ApiError invalid_field(const std::string& param, const std::string& message) {
   return ApiError(400, message, "invalid_request_error", param);
 }
 
+std::string string_member(const Json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 Json parse_body(const std::string& body) {
   try {
     Json j = Json::parse(body);
@@ -158,7 +164,7 @@ Json message_content(const Json& content, size_t index) {
   if (!content.is_array()) throw invalid_field(param, "message content must be a string or an array of text parts");
   std::string text;
   for (const Json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    if (!part.is_object() || string_member(part, "type") != "text" || !part.contains("text") || !part["text"].is_string())
       throw invalid_field(param, "only text content parts are supported, got " + part.dump());
     text += part["text"].get<std::string>();
   }
@@ -196,7 +202,7 @@ bool attach_tools(const Json& body, Json& messages) {
   if (!tools->is_array()) throw invalid_field("tools", "'tools' must be an array");
   std::vector<std::string> names;
   for (const Json& t : *tools) {
-    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+    if (!t.is_object() || string_member(t, "type") != "function" || !t.contains("function") || !t["function"].is_object() ||
         !t["function"].contains("name") || !t["function"]["name"].is_string())
       throw invalid_field("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
     names.push_back(t["function"]["name"]);
@@ -207,7 +213,7 @@ bool attach_tools(const Json& body, Json& messages) {
       if (c == "none") return false;
       if (c != "auto" && c != "required") throw invalid_field("tool_choice", "'tool_choice' must be none, auto or required");
     } else if (choice->is_object() && choice->contains("function") && (*choice)["function"].is_object()) {
-      const std::string name = (*choice)["function"].value("name", "");
+      const std::string name = string_member((*choice)["function"], "name");
       if (std::find(names.begin(), names.end(), name) == names.end())
         throw invalid_field("tool_choice", "tool_choice names an unknown function '" + name + "'");
     } else {
@@ -260,6 +266,10 @@ GenerationRequest parse_chat_request(const Json& body, const text::Tokenizer& to
   }
   Json messages = chat_messages(body);
   r.tools = attach_tools(body, messages);
+  if (r.tools)  // (attach_tools checked the shape)
+    for (const Json& t : body["tools"])
+      r.tool_parameters[t["function"]["name"].get<std::string>()] =
+          nlohmann::json(t["function"].contains("parameters") ? t["function"]["parameters"] : Json::object());
   parse_structured_output(body, r, &messages);  // response_format, tool_choice (may add a system message)
   std::optional<std::string> effort;
   r.thinking = thinking_mode(body, effort);

@@ -8,6 +8,7 @@
 // fields of newer API versions.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,10 @@ class ApiError : public std::runtime_error {
 // A 400 naming the offending field.
 ApiError invalid_field(const std::string& param, const std::string& message);
 
+// object[key] when it is a string, else "" (nlohmann's value() throws a type error, not a 400,
+// when the member holds something else).
+std::string string_member(const nlohmann::ordered_json& object, const char* key);
+
 enum class Endpoint { Chat, Completion };
 
 // One validated generation request, endpoint-independent.
@@ -50,6 +55,7 @@ struct GenerationRequest {
   std::string prompt_text;             // the prompt as text (empty when given as ids)
   bool thinking = false;               // chat: the reply opens with reasoning, ended by </think>
   bool tools = false;                  // chat: tools were offered (tool-call blocks are parsed)
+  std::map<std::string, nlohmann::json> tool_parameters;  // chat: each offered tool's parameters schema
   std::optional<int64_t> max_tokens;   // none: up to the context limit
   SamplingParams sampling;
   std::vector<std::string> stop;

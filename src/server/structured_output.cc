@@ -8,6 +8,7 @@
 #include "grammar/dsml_tool_grammar.h"
 #include "grammar/gbnf_compose.h"
 #include "grammar/grammar_cache.h"
+#include "grammar/json_schema_validator.h"
 #include "grammar/json_schema.h"
 #include "text/chat_format.h"
 
@@ -79,7 +80,7 @@ ToolGrammar tool_grammar(const Json& body, bool with_response_format) {
   for (const Json& t : *tools) {
     const Json& function = t["function"];
     const std::string name = function["name"];
-    if (mode == "function" && name != (*choice)["function"].value("name", "")) continue;
+    if (mode == "function" && name != string_member((*choice)["function"], "name")) continue;
     const Json* parameters = present(function, "parameters");
     schemas.push_back({name, parameters ? *parameters : Json()});
   }
@@ -153,6 +154,22 @@ std::unique_ptr<grammar::GrammarMask> grammar_mask_for(const GenerationRequest& 
     options = {true, *end};
   }
   return std::make_unique<grammar::GrammarMask>(std::move(compiled), options);
+}
+
+std::function<std::optional<std::string>(const text::ToolCall&)> tool_call_checker(
+    std::map<std::string, nlohmann::json> parameters) {
+  auto tools = std::make_shared<const std::map<std::string, nlohmann::json>>(std::move(parameters));
+  return [tools](const text::ToolCall& call) -> std::optional<std::string> {
+    const auto it = tools->find(call.name);
+    if (it == tools->end()) return "no tool is named '" + call.name + "'";
+    nlohmann::json arguments;
+    try {
+      arguments = nlohmann::json::parse(call.arguments);
+    } catch (const std::exception& e) {
+      return std::string("arguments are not JSON: ") + e.what();
+    }
+    return grammar::json_schema_violation(it->second, arguments);
+  };
 }
 
 }  // namespace dsv4::server

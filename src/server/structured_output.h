@@ -20,7 +20,10 @@
 // ("length"). Stop strings and ignore_eos could cut or overrun it, and are refused beside it.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -28,6 +31,7 @@
 
 #include "grammar/grammar_mask.h"
 #include "server/openai_protocol.h"
+#include "text/chat_format.h"
 
 namespace dsv4::server {
 
@@ -37,6 +41,13 @@ namespace dsv4::server {
 // For chat, the response format is also put on the system message, where the V4 format shows
 // it to the model (as it does with tools).
 void parse_structured_output(const nlohmann::ordered_json& body, GenerationRequest& r, nlohmann::ordered_json* messages);
+
+// TextStreamOptions::check_call for a chat request with tools: a call must name an offered
+// tool and its arguments must be valid against that tool's parameters (json_schema_validator.h).
+// Under tool_choice "required" / named the grammar already ensures this; under "auto" the
+// model writes calls freely, and this is what keeps an invalid one from reaching the client.
+std::function<std::optional<std::string>(const text::ToolCall&)> tool_call_checker(
+    std::map<std::string, nlohmann::json> parameters);
 
 // The grammar vocabularies of a model (built on first use; shared by all requests).
 class GrammarVocabularies {

@@ -128,6 +128,9 @@ void TextStream::close_tool_block(TextDelta& out) {
   try {
     text::ParsedMessage parsed = text::parse_completion(tool_block_, text::ChatMode::Chat);
     if (!parsed.content.empty() || parsed.tool_calls.empty()) throw text::ChatFormatError("no tool calls");
+    if (options_.check_call)
+      for (const text::ToolCall& call : parsed.tool_calls)
+        if (options_.check_call(call)) throw text::ChatFormatError("a call the tools do not allow");
     tool_calls_ += int(parsed.tool_calls.size());
     for (auto& call : parsed.tool_calls) out.tool_calls.push_back(std::move(call));
   } catch (const std::exception&) {

@@ -5,10 +5,11 @@
 // parsed from the V4 format's DSML block.
 //
 // Streaming and non-streaming answers come from the same pipeline, so their text is the same.
-// A tool call is emitted whole, once its block is complete; a malformed block is returned
-// as content text.
+// A tool call is emitted whole, once its block is complete; a malformed block, or one with a
+// call that fails TextStreamOptions::check_call, is returned as content text.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ struct TextStreamOptions {
   bool skip_special = true;                // leave special tokens out of the text
   std::vector<std::string> stop;
   std::optional<int32_t> eos;              // not part of the text
+  // chat with tools: why a parsed call is not acceptable (unknown tool, arguments outside its
+  // schema), or nothing. A block with such a call comes back as text, like a malformed one.
+  std::function<std::optional<std::string>(const text::ToolCall&)> check_call;
 };
 
 class TextStream {

@@ -160,5 +160,19 @@ TEST(StructuredOutput, TheMaskAppliesAfterTheReasoningAndAcceptsTheRenderedCall)
   EXPECT_EQ(&grammar_mask_for(r, tok, vocabularies)->compiled(), &mask->compiled());
 }
 
+// tool_choice "auto": the model writes calls freely; each one is checked against the offered
+// tools (JSON Schema's meaning: properties in any order).
+TEST(StructuredOutput, AutoToolCallsAreCheckedAgainstTheOfferedTools) {
+  std::map<std::string, nlohmann::json> tools;
+  tools["get_weather"] = nlohmann::json::parse(
+      R"({"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1}},"required":["city"]})");
+  const auto check = tool_call_checker(tools);
+  EXPECT_FALSE(check({"get_weather", R"({"days": 2, "city": "Paris"})"}));
+  EXPECT_NE(check({"get_weather", R"({"days": 0, "city": "Paris"})"}).value_or("").find("/days"), std::string::npos);
+  EXPECT_NE(check({"get_weather", R"({"days": 2})"}).value_or("").find("city"), std::string::npos);
+  EXPECT_NE(check({"get_time", "{}"}).value_or("").find("get_time"), std::string::npos);
+  EXPECT_TRUE(check({"get_weather", "{\"city\": "}).has_value());  // not JSON
+}
+
 }  // namespace
 }  // namespace dsv4::server::structured_test

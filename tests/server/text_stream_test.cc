@@ -137,6 +137,25 @@ TEST(TextStream, ToolCallBlocksBecomeWholeCalls) {
   EXPECT_EQ(nlohmann::json::parse(d.tool_calls[1].arguments), nlohmann::json({{"zone", 2}}));
 }
 
+// Under tool_choice "auto" the server checks each parsed call (structured_output.h's
+// tool_call_checker); a block with a call the check refuses comes back whole as text.
+TEST(TextStream, ABlockWithACallTheCheckRefusesComesBackAsText) {
+  TextStreamOptions o;
+  o.chat = true;
+  o.tools = true;
+  o.skip_special = false;
+  int checked = 0;
+  o.check_call = [&](const text::ToolCall& call) -> std::optional<std::string> {
+    ++checked;
+    if (call.name == "get_time") return "zone must be a string";
+    return std::nullopt;
+  };
+  const TextDelta d = run("Checking." + tool_block(), o);
+  EXPECT_GE(checked, 2);
+  EXPECT_TRUE(d.tool_calls.empty());
+  EXPECT_EQ(d.content, "Checking." + tool_block());
+}
+
 TEST(TextStream, MalformedOrCutToolBlocksComeBackAsText) {
   TextStreamOptions o;
   o.chat = true;

@@ -134,6 +134,17 @@ await runTests([
     assert.ok(m.content.includes('invoke nome="x"'), m.content);
     assert.equal(r.choices[0].finish_reason, 'stop');
   }],
+  ['chat: under tool_choice auto, a call whose arguments break its schema comes back as text', async () => {
+    // get_time's zone is an integer; the model wrote the string "noon".
+    const body = { messages: user('FORCE_WRONGARGS'), tools: TOOLS, tool_choice: 'auto', temperature: 0 };
+    const r = await api.chat.completions.create({ model, ...body });
+    assert.equal(r.choices[0].message.tool_calls, undefined);
+    assert.ok(r.choices[0].message.content.includes('>noon<'), r.choices[0].message.content);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const s = await streamChat(body);
+    assert.equal(s.calls.length, 0);
+    assert.equal(s.finish, 'stop');
+  }],
   ['stop strings and UTF-8, streamed and not', async () => {
     const body = { messages: user('FORCE_STOP'), temperature: 0, stop: ['gam', 'zzz'] };
     const r = await api.chat.completions.create({ model, ...body });
