@@ -47,11 +47,12 @@ const char* kBounded = R"(
 root  ::= "{" short "," long "," word "}"
 char  ::= [^"\\\x00-\x1f] | "\\" ["\\/n]
 short ::= "\"" char{2,40} "\""
-long  ::= "\"" char{0,300} "\""
-word  ::= [a-z] [a-z0-9]{0,200}
+long  ::= "\"" char{0,140} "\""
+word  ::= [a-z] [a-z0-9]{0,130}
 )";
 
 struct MaskCase {
+  const char* name;
   const char* grammar;
   size_t walk_above;  // stacks with more uncertain tokens than this take the whole-vocabulary walk
   int max_tokens;     // a walk starts over past this many tokens
@@ -59,8 +60,10 @@ struct MaskCase {
 // walk_above 0: always walk — that path too must give the brute-force mask.
 class MaskPaths : public ::testing::TestWithParam<MaskCase> {};
 INSTANTIATE_TEST_SUITE_P(TokenGrammar, MaskPaths,
-                         ::testing::Values(MaskCase{kJsonish, 2048, 60}, MaskCase{kJsonish, 0, 60},
-                                           MaskCase{kBounded, 2048, 400}, MaskCase{kBounded, 0, 400}));
+                         ::testing::Values(MaskCase{"json", kJsonish, 2048, 60}, MaskCase{"json_walked", kJsonish, 0, 60},
+                                           MaskCase{"bounded", kBounded, 2048, 300},
+                                           MaskCase{"bounded_walked", kBounded, 0, 300}),
+                         [](const ::testing::TestParamInfo<MaskCase>& info) { return std::string(info.param.name); });
 
 TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
   const auto vocab = toy_vocabulary();
