@@ -6,6 +6,7 @@
 
 #include "fuzz_support.h"
 #include "grammar/json_schema.h"
+#include "grammar/json_schema_validator.h"
 #include "grammar/token_grammar.h"
 
 using namespace dsv4;
@@ -47,7 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TokenMatcher m(compiled);
   std::vector<uint64_t> bits(compiled->mask_words());
   const auto& v = *vocabulary();
+  // Where a schema's grammar completes, its text is a value the schema's validator accepts (the
+  // converter's rule: every text the grammar accepts validates; oneOf is read as anyOf there).
+  const bool validate = !j.is_discarded() && text.find("oneOf") == std::string::npos;
+  std::string output;
   for (int step = 0; step < 24; ++step) {  // a walk that takes the first allowed token each time
+    if (validate && m.complete()) {
+      const nlohmann::json value = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
+      FUZZ_CHECK(!value.is_discarded(), "a complete JSON Schema output is not JSON");
+      FUZZ_CHECK(!json_schema_violation(j, value), "a complete JSON Schema output breaks its schema");
+      break;
+    }
     m.fill_mask(bits);
     int32_t next = -1;
     for (int32_t t = 0; t < v.size(); ++t) {
@@ -57,6 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (next < 0) break;
     FUZZ_CHECK(m.accept(next), "a token in the mask is refused");
+    output += v.bytes[size_t(next)];
   }
   return 0;
 }
