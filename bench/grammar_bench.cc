@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   if (with_eos->eos < 0) with_eos->eos = tokenizer.token_id("<｜end▁of▁sentence｜>").value_or(-1);  // no config given
   const std::shared_ptr<const grammar::TokenVocabulary> vocab = with_eos;
   std::printf("vocabulary: %d tokens\n", vocab->size());
-  std::printf("%-8s %8s %6s %10s %10s %8s %8s %8s %8s %6s\n", "schema", "gbnf B", "tops", "uncertain", "compile s",
-              "tokens", "med us", "p90 us", "p99 us", "done");
+  std::printf("%-8s %8s %6s %10s %8s %10s %8s %8s %8s %8s %6s\n", "schema", "gbnf B", "tops", "uncertain", "sets MB",
+              "compile s", "tokens", "med us", "p90 us", "p99 us", "done");
   std::mt19937 rng(1);
   std::vector<uint8_t> allowed(size_t(vocab->size()));
   for (size_t si = 0; si < std::size(schemas); ++si) {
@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
         context.push_back(t);
       }
     }
-    std::printf("%-8zu %8zu %6zu %10zu %10.3f %8zu %8.1f %8.1f %8.1f %3d/%d\n", si + 1, gbnf.size(), g->stack_tops(),
-                g->uncertain_total(), g->compile_seconds(), us.size(), percentile(us, 0.5), percentile(us, 0.9),
-                percentile(us, 0.99), finished, documents);
+    std::printf("%-8zu %8zu %6zu %10zu %8.1f %10.3f %8zu %8.1f %8.1f %8.1f %3d/%d\n", si + 1, gbnf.size(), g->stack_tops(),
+                g->uncertain_total(), double(g->memory_bytes()) / 1e6, g->compile_seconds(), us.size(), percentile(us, 0.5),
+                percentile(us, 0.9), percentile(us, 0.99), finished, documents);
   }
 }

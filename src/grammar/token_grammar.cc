@@ -65,7 +65,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
       }
       std::fill(bits.begin(), bits.end(), 0);
       for (int32_t id : out.accepted_ids) bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
-      out.accepted_ids = {};
+      std::vector<int32_t>().swap(out.accepted_ids);  // (`= {}` would keep the capacity)
       std::lock_guard<std::mutex> lock(bitmaps_mutex);
       auto [it, added] = distinct.try_emplace(bits, nullptr);
       if (added) {

@@ -54,7 +54,7 @@ class CompiledGrammar {
     const std::vector<uint64_t>* accepted_bits = nullptr;  // otherwise: bitmap over the vocabulary
     std::vector<int32_t> uncertain;                 // token ids to check against the full stack
   };
-  static constexpr size_t kListBelow = 4096;
+  static constexpr size_t kListBelow = 1024;
   const AtTop& at_top(uint32_t position) const { return tops_[top_index_[position]]; }
 
   // Masks already computed, by stack set (serialized): generation revisits the same states
