@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
+#include "grammar/words_hash.h"
 
 namespace dsv4::grammar {
 
@@ -51,13 +52,6 @@ class StackAutomaton {
     uint32_t row = kNoRow;   // its 256 transitions in rows_, once one is asked for
     bool any_exact = false;  // holds a stack that is a real parse (StackStepper::exact)
   };
-  struct KeyHash {
-    size_t operator()(const std::vector<uint32_t>& k) const {
-      uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-      for (uint32_t w : k) h = (h ^ w) * 1099511628211ull;
-      return size_t(h);
-    }
-  };
   uint32_t compute_next(uint32_t state, uint8_t b);
   uint32_t intern(const StackSet& stacks);
   void reset();
@@ -66,7 +60,7 @@ class StackAutomaton {
   size_t max_states_;
   std::vector<State> states_;
   std::vector<uint32_t> rows_;
-  std::unordered_map<std::vector<uint32_t>, uint32_t, KeyHash> ids_;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, WordsHash> ids_;
   std::vector<uint32_t> key_;
   StackSet single_, out_;
 };

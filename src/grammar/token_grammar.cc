@@ -10,15 +10,6 @@
 #include <thread>
 
 namespace dsv4::grammar {
-namespace {
-struct BitmapHash {
-  size_t operator()(const std::vector<uint64_t>& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t w : k) h = (h ^ w) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-}  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> vocab, int threads)
     : grammar_(std::move(g)), vocab_(std::move(vocab)) {
@@ -40,7 +31,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
                                           int(tops.size())));
   std::atomic<size_t> next{0};
   std::mutex bitmaps_mutex;
-  std::unordered_map<std::vector<uint64_t>, const std::vector<uint64_t>*, BitmapHash> distinct;
+  std::unordered_map<std::vector<uint64_t>, const std::vector<uint64_t>*, WordsHash> distinct;
   auto work = [&] {
     VocabularyWalker walker(grammar_, &analysis, *vocab_, *sorted_);
     std::vector<uint32_t> start;

@@ -23,6 +23,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/words_hash.h"
 
 namespace dsv4::grammar {
 
@@ -81,16 +82,9 @@ class CompiledGrammar {
   std::vector<std::unique_ptr<std::vector<uint64_t>>> bitmaps_;  // the distinct large accepted sets
   double compile_seconds_ = 0;
   mutable std::mutex cache_mutex_;
-  struct KeyHash {
-    size_t operator()(const std::vector<uint32_t>& k) const {
-      uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-      for (uint32_t w : k) h = (h ^ w) * 1099511628211ull;
-      return size_t(h);
-    }
-  };
   // Masks live in kMaxCachedMasks slots, each allocated on its first use and then reused in
   // turn (the oldest goes first): once warm, caching allocates no mask and never frees them all.
-  mutable std::unordered_map<std::vector<uint32_t>, uint32_t, KeyHash> cache_;   // key → slot
+  mutable std::unordered_map<std::vector<uint32_t>, uint32_t, WordsHash> cache_;   // key → slot
   mutable std::vector<std::unique_ptr<uint64_t[]>> cache_slots_;
   mutable std::vector<const std::vector<uint32_t>*> cache_slot_key_;            // slot → its key in cache_
   mutable uint32_t cache_next_slot_ = 0;
