@@ -125,15 +125,4 @@ void StackStepper::advance(const StackSet& in, uint8_t b, StackSet& out) {
   }
 }
 
-bool StackStepper::accepts(std::span<const uint32_t> stack, std::string_view bytes) {
-  a_.clear();
-  a_.add(stack);
-  for (unsigned char c : bytes) {
-    advance(a_, c, b_);
-    if (b_.empty()) return false;
-    std::swap(a_, b_);
-  }
-  return true;
-}
-
 }  // namespace dsv4::grammar

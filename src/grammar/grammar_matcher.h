@@ -69,8 +69,6 @@ class StackStepper {
   void expand(std::span<const uint32_t> stack, StackSet& out);
   // out = the stacks of `in` after byte b (cleared first). Empty stacks in `in` are ended.
   void advance(const StackSet& in, uint8_t b, StackSet& out);
-  // Does the single stack accept all of `bytes` (from its top)?
-  bool accepts(std::span<const uint32_t> stack, std::string_view bytes);
 
  private:
   void return_to_callers(uint32_t marker);  // pushes the over-approximated continuations
@@ -78,7 +76,6 @@ class StackStepper {
   const Grammar& g_;
   const GrammarAnalysis* analysis_ = nullptr;
   std::vector<uint32_t> work_, work_len_, cur_, seed_, expanded_markers_;
-  StackSet a_, b_;
 };
 
 // Whole-input matching over bytes (grammar_accepts, tests).

@@ -36,10 +36,8 @@ class StackAutomaton {
     }
     return compute_next(state, b);
   }
-  const StackSet& stacks(uint32_t state) const { return states_[state].stacks; }
   size_t stack_count(uint32_t state) const { return states_[state].stacks.size(); }
   bool any_exact(uint32_t state) const { return states_[state].any_exact; }
-  size_t states() const { return states_.size(); }
 
   // Drops every state but the dead one when more than the budget exist; true when it did.
   bool forget_if_full();

@@ -92,7 +92,7 @@ void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<con
   if (!added) return;  // (another sequence cached it meanwhile)
   const uint32_t slot = cache_next_slot_;
   cache_next_slot_ = uint32_t((cache_next_slot_ + 1) % kMaxCachedMasks);
-  if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) cache_.erase(*old);
+  if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) cache_.erase(cache_.find(*old));  // (not erase(*old): the key would go with it)
   cache_slot_key_[slot] = &it->first;  // (node-based map: the key stays where it is)
   if (!cache_slots_[slot]) cache_slots_[slot] = std::make_unique_for_overwrite<uint64_t[]>(words_);
   std::copy(bits.begin(), bits.end(), cache_slots_[slot].get());

@@ -60,7 +60,7 @@ class CompiledGrammar {
 
   // Masks already computed, by stack set (serialized): generation revisits the same states
   // (every character of a string), so most masks are a lookup. Shared by all matchers of the
-  // grammar; bounded (cleared when full).
+  // grammar; bounded (kMaxCachedMasks, the oldest replaced first).
   bool cached_mask(const std::vector<uint32_t>& key, std::span<uint64_t> bits) const;
   void cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const;
   static constexpr size_t kMaxCachedMasks = 1024;
@@ -68,7 +68,6 @@ class CompiledGrammar {
   // Compilation figures (bench, tests).
   size_t stack_tops() const { return tops_.size(); }
   size_t uncertain_total() const;
-  size_t distinct_bitmaps() const { return bitmaps_.size(); }
   size_t memory_bytes() const;  // the per-top sets (not the mask cache)
   double compile_seconds() const { return compile_seconds_; }
 

@@ -1,9 +1,9 @@
 // Walking the whole vocabulary through the grammar from one stack: tokens in sorted byte order,
 // so that tokens sharing a prefix share its parse (a depth-first walk of the token trie), and a
 // prefix that dies skips every token under it. Steps go through a StackAutomaton: each distinct
-// (stack set, byte) step is computed once per walker, then looked up. Used at compile time for each stack top (with
-// over-approximated callers, grammar_matcher.h) and at run time for a stack whose top left many
-// tokens uncertain (exact).
+// (stack set, byte) step is computed once per walker, then looked up. Used at compile time for
+// each stack top (with over-approximated callers, grammar_matcher.h) and at run time for a stack
+// whose top left many tokens uncertain (exact).
 #pragma once
 #include <cstdint>
 #include <span>
