@@ -9,9 +9,23 @@ GrammarAnalysis::GrammarAnalysis(const Grammar& g) : g_(g) {
       rule_of_[p] = r;
       if (g.at(p).kind == Element::kEndOfRule) break;
     }
+  // Only rules the root reaches call anything: lowering leaves rules behind that it inlined
+  // everywhere, and a reference from one of those would make a callee's return look unknown.
+  std::vector<uint8_t> reachable(rules, 0);
+  std::vector<uint32_t> todo = {g.root};
+  reachable[g.root] = 1;
+  while (!todo.empty()) {
+    const uint32_t r = todo.back();
+    todo.pop_back();
+    for (uint32_t p = g.rule_begin[r]; g.at(p).kind != Element::kEndOfRule; ++p)
+      if (g.at(p).kind == Element::kRuleRef && !reachable[g.at(p).value]) {
+        reachable[g.at(p).value] = 1;
+        todo.push_back(g.at(p).value);
+      }
+  }
   sites_.resize(rules);
   for (uint32_t p = 0; p < g.elements.size(); ++p) {
-    if (g.at(p).kind != Element::kRuleRef) continue;
+    if (g.at(p).kind != Element::kRuleRef || !reachable[rule_of_[p]]) continue;
     const uint32_t r = g.at(p).value;
     if (r == rule_of_[p] && g.ends_alternative(p + 1)) continue;  // R ::= x R: a loop, not a caller
     sites_[r].push_back(p);

@@ -1,32 +1,8 @@
 #include "grammar/grammar_mask.h"
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 
 namespace dsv4::grammar {
-
-void bits_to_bytes(std::span<const uint64_t> bits, std::span<uint8_t> allowed) {
-  static const std::array<uint64_t, 256> spread = [] {  // 8 bits → 8 bytes of 0/1
-    std::array<uint64_t, 256> t{};
-    for (unsigned b = 0; b < 256; ++b)
-      for (unsigned i = 0; i < 8; ++i) t[b] |= uint64_t((b >> i) & 1) << (8 * i);
-    return t;
-  }();
-  const size_t n = allowed.size();
-  size_t v = 0;
-  for (size_t w = 0; w < bits.size() && v < n; ++w) {
-    if ((bits[w] == 0 || bits[w] == ~uint64_t(0)) && v + 64 <= n) {  // most words: none or all
-      std::memset(allowed.data() + v, bits[w] ? 1 : 0, 64);
-      v += 64;
-      continue;
-    }
-    for (unsigned k = 0; k < 8 && v < n; ++k, v += 8) {
-      const uint64_t bytes = spread[(bits[w] >> (8 * k)) & 0xFF];
-      std::memcpy(allowed.data() + v, &bytes, std::min<size_t>(8, n - v));
-    }
-  }
-}
 
 GrammarMask::GrammarMask(std::shared_ptr<const CompiledGrammar> grammar, GrammarMaskOptions options)
     : grammar_(std::move(grammar)), options_(options), bits_(grammar_->mask_words()) {
@@ -52,7 +28,7 @@ bool GrammarMask::grammar_part(std::span<const int32_t> output, std::span<const 
   return true;
 }
 
-void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint8_t> allowed) const {
+void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint64_t> allowed) const {
   State& s = states_[sequence];
   if (s.prompt == SIZE_MAX) s.prompt = context.size();
   DSV4_CHECK(context.size() >= s.prompt, "grammar mask: sequence ", sequence, " has ", context.size(),
@@ -61,8 +37,8 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
   std::span<const int32_t> part;
   if (!grammar_part(context.subspan(s.prompt), part)) {
     ++counters_.free_masks;
-    std::fill(allowed.begin(), allowed.end(), 1);
-    if (eos >= 0 && size_t(eos) < allowed.size()) allowed[size_t(eos)] = 0;
+    std::fill(allowed.begin(), allowed.end(), ~uint64_t(0));
+    if (eos >= 0 && size_t(eos) < allowed.size() * 64) allowed[size_t(eos) >> 6] &= ~(uint64_t(1) << (eos & 63));
     return;
   }
   ++counters_.masks;
@@ -81,8 +57,14 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
     s.fed.push_back(part[i]);
     ++counters_.tokens_fed;
   }
-  s.matcher->fill_mask(bits_);
-  bits_to_bytes(bits_, allowed);
+  const size_t words = grammar_->mask_words();
+  if (allowed.size() >= words) {  // straight into the caller's bitmap (ids past the tokenizer's: none)
+    s.matcher->fill_mask(allowed.first(words));
+    std::fill(allowed.begin() + ptrdiff_t(words), allowed.end(), uint64_t(0));
+  } else {
+    s.matcher->fill_mask(bits_);
+    std::copy_n(bits_.begin(), allowed.size(), allowed.begin());
+  }
 }
 
 bool GrammarMask::complete(std::span<const int32_t> output) const {

@@ -35,7 +35,7 @@ class GrammarMask : public TokenMask {
   // Where sequence `sequence`'s output begins in its context. Optional: without it, the first
   // call's context is taken as the prompt (the decoder's first call is for the first output token).
   void begin(size_t sequence, size_t prompt_tokens);
-  void allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint8_t> allowed) const override;
+  void allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint64_t> allowed) const override;
 
   // Does `output` (the tokens generated after the prompt, EOS included or not) complete the
   // grammar? False when the budget ran out inside it, or inside the reasoning.
@@ -62,11 +62,8 @@ class GrammarMask : public TokenMask {
   std::shared_ptr<const CompiledGrammar> grammar_;
   GrammarMaskOptions options_;
   mutable std::map<size_t, State> states_;
-  mutable std::vector<uint64_t> bits_;
+  mutable std::vector<uint64_t> bits_;  // when the caller's bitmap is shorter than the vocabulary's
   mutable Counters counters_;
 };
-
-// allowed[v] = bit v of `bits` (one byte per token, as TokenMask wants).
-void bits_to_bytes(std::span<const uint64_t> bits, std::span<uint8_t> allowed);
 
 }  // namespace dsv4::grammar

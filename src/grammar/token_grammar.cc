@@ -70,6 +70,10 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
   for (int i = 1; i < n; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  // The mask cache's table, sized once (its masks are allocated as they are first needed).
+  cache_.reserve(kMaxCachedMasks);
+  cache_slots_.resize(kMaxCachedMasks);
+  cache_slot_key_.assign(kMaxCachedMasks, nullptr);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -84,10 +88,6 @@ bool CompiledGrammar::cached_mask(const std::vector<uint32_t>& key, std::span<ui
 
 void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  if (cache_slots_.empty()) {
-    cache_slots_.resize(kMaxCachedMasks);
-    cache_slot_key_.assign(kMaxCachedMasks, nullptr);
-  }
   const auto [it, added] = cache_.try_emplace(key, cache_next_slot_);
   if (!added) return;  // (another sequence cached it meanwhile)
   const uint32_t slot = cache_next_slot_;
@@ -174,60 +174,91 @@ bool TokenMatcher::finished() const {
   return true;
 }
 
+namespace {
+
+// bits = the OR of `sets` (zero when none), in one pass over the words.
+void or_bitmaps(std::span<const std::vector<uint64_t>* const> sets, std::span<uint64_t> bits) {
+  size_t i = 0;
+  if (sets.empty()) std::fill(bits.begin(), bits.end(), 0);
+  for (; i < sets.size(); i += 4) {  // four sources per pass
+    const uint64_t* a = sets[i]->data();
+    const uint64_t* b = i + 1 < sets.size() ? sets[i + 1]->data() : a;
+    const uint64_t* c = i + 2 < sets.size() ? sets[i + 2]->data() : a;
+    const uint64_t* d = i + 3 < sets.size() ? sets[i + 3]->data() : a;
+    if (i == 0)
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] = a[w] | b[w] | c[w] | d[w];
+    else
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= a[w] | b[w] | c[w] | d[w];
+  }
+}
+
+}  // namespace
+
+// The uncertain tokens of a top are few and share prefixes (`",`, `"}`, `"]`): stepping them
+// over the stack in byte order, each prefix's stacks kept for the tokens after it, costs less
+// than interning automaton states that the next mask (another stack) would not meet.
+void TokenMatcher::check_uncertain(std::span<const uint32_t> stack, std::span<const int32_t> tokens,
+                                   std::span<uint64_t> bits) {
+  const TokenVocabulary& v = grammar_->vocab();
+  if (prefix_sets_.empty()) prefix_sets_.resize(1);
+  prefix_sets_[0].clear();
+  prefix_sets_[0].add(stack);
+  std::string_view previous;
+  size_t valid = 0;  // prefix_sets_[0..valid]: the stacks after the first bytes of `previous`
+  for (int32_t u : tokens) {
+    if (is_allowed(bits, size_t(u))) continue;  // (another stack took it)
+    const std::string& t = v.bytes[size_t(u)];
+    const size_t shared = std::min({valid, previous.size(), t.size()});
+    size_t d = 0;
+    while (d < shared && previous[d] == t[d]) ++d;
+    if (prefix_sets_.size() < t.size() + 1) prefix_sets_.resize(t.size() + 1);
+    for (; d < t.size() && !prefix_sets_[d].empty(); ++d)
+      step_.advance(prefix_sets_[d], static_cast<uint8_t>(t[d]), prefix_sets_[d + 1]);
+    previous = t;
+    valid = d;
+    if (d == t.size() && !prefix_sets_[d].empty()) allow(bits, size_t(u));
+  }
+}
+
 void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
   const CompiledGrammar& g = *grammar_;
   const TokenVocabulary& v = g.vocab();
   DSV4_CHECK(bits.size() == g.mask_words(), "grammar: mask of ", bits.size(), " words, vocabulary needs ", g.mask_words());
-  std::fill(bits.begin(), bits.end(), 0);
   if (ended_[depth_]) {  // only EOS again: a verification row after a drafted EOS needs some token
-    if (v.eos >= 0) bits[size_t(v.eos) >> 6] |= uint64_t(1) << (v.eos & 63);
+    std::fill(bits.begin(), bits.end(), 0);
+    if (v.eos >= 0) allow(bits, size_t(v.eos));
     return;
   }
   const StackSet& s = current();
   s.serialize(key_);
   if (g.cached_mask(key_, bits)) return;
+  // The union over the live stacks: each distinct top's accepted set (the large ones are shared
+  // bitmaps: OR-ed in one pass), then its uncertain tokens checked against the stack itself.
   seen_tops_.clear();
   seen_bitmaps_.clear();
   to_walk_.clear();
-  StackAutomaton& automaton = walker_->automaton();
-  automaton.forget_if_full();
-  // Uncertain tokens are checked against the whole set (the mask is the union over its stacks):
-  // one automaton state, whose steps tokens of every stack share.
-  uint32_t whole = StackAutomaton::kDead;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto stack = s[i];
+    if (stack.empty() || std::find(seen_tops_.begin(), seen_tops_.end(), stack.back()) != seen_tops_.end()) continue;
+    seen_tops_.push_back(stack.back());
+    const std::vector<uint64_t>* b = g.at_top(stack.back()).accepted_bits;
+    if (b && std::find(seen_bitmaps_.begin(), seen_bitmaps_.end(), b) == seen_bitmaps_.end()) seen_bitmaps_.push_back(b);
+  }
+  or_bitmaps(seen_bitmaps_, bits);
+  for (uint32_t top : seen_tops_)
+    for (int32_t id : g.at_top(top).accepted_ids) allow(bits, size_t(id));
   for (size_t i = 0; i < s.size(); ++i) {
     const auto stack = s[i];
     if (stack.empty()) {
-      if (v.eos >= 0) bits[size_t(v.eos) >> 6] |= uint64_t(1) << (v.eos & 63);
+      if (v.eos >= 0) allow(bits, size_t(v.eos));
       continue;
     }
-    const uint32_t top = stack.back();
-    const CompiledGrammar::AtTop& at = g.at_top(top);
-    if (std::find(seen_tops_.begin(), seen_tops_.end(), top) == seen_tops_.end()) {
-      seen_tops_.push_back(top);
-      for (int32_t id : at.accepted_ids) bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
-      const std::vector<uint64_t>* b = at.accepted_bits;
-      if (b && std::find(seen_bitmaps_.begin(), seen_bitmaps_.end(), b) == seen_bitmaps_.end()) {
-        seen_bitmaps_.push_back(b);
-        for (size_t w = 0; w < bits.size(); ++w) bits[w] |= (*b)[w];
-      }
-    }
-    if (at.uncertain.size() > walk_above_) {  // walked below, with the other such stacks
-      to_walk_.add(stack);
-      continue;
-    }
-    if (!at.uncertain.empty() && whole == StackAutomaton::kDead) whole = automaton.state_of(s);
-    for (int32_t u : at.uncertain) {
-      uint64_t& word = bits[size_t(u) >> 6];
-      const uint64_t bit = uint64_t(1) << (u & 63);
-      if (word & bit) continue;
-      uint32_t state = whole;
-      for (unsigned char c : v.bytes[size_t(u)])
-        if ((state = automaton.next(state, c)) == StackAutomaton::kDead) break;
-      if (state != StackAutomaton::kDead) word |= bit;
-    }
+    const CompiledGrammar::AtTop& at = g.at_top(stack.back());
+    if (at.uncertain.size() > walk_above_) to_walk_.add(stack);  // walked below, with the other such stacks
+    else if (!at.uncertain.empty()) check_uncertain(stack, at.uncertain, bits);
   }
   if (!to_walk_.empty()) {
-    walker_->walk(to_walk_, [&](int32_t id, bool) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); });
+    walker_->walk(to_walk_, [&](int32_t id, bool) { allow(bits, size_t(id)); });
   }
   g.cache_mask(key_, bits);
 }

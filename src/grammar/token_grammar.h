@@ -24,6 +24,7 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/words_hash.h"
+#include "speculative/token_mask.h"
 
 namespace dsv4::grammar {
 
@@ -53,7 +54,7 @@ class CompiledGrammar {
   struct AtTop {
     std::vector<int32_t> accepted_ids;              // when fewer than kListBelow
     const std::vector<uint64_t>* accepted_bits = nullptr;  // otherwise: bitmap over the vocabulary
-    std::vector<int32_t> uncertain;                 // token ids to check against the full stack
+    std::vector<int32_t> uncertain;                 // token ids to check against the full stack (in byte order)
   };
   static constexpr size_t kListBelow = 1024;
   const AtTop& at_top(uint32_t position) const { return tops_[top_index_[position]]; }
@@ -118,6 +119,8 @@ class TokenMatcher {
  private:
   const StackSet& current() const { return history_[depth_]; }
   bool advance_bytes(const StackSet& from, const std::string& bytes, StackSet& to);
+  // Sets the bit of each of `tokens` (a top's uncertain tokens, in byte order) that `stack` takes.
+  void check_uncertain(std::span<const uint32_t> stack, std::span<const int32_t> tokens, std::span<uint64_t> bits);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   StackStepper step_;
@@ -132,8 +135,9 @@ class TokenMatcher {
   // vocabulary instead (then cached) rather than checked token by token.
   size_t walk_above_ = 2048;
   StackSet to_walk_;
-  // Exact walks and the uncertain tokens' checks, through one automaton (kept across masks:
-  // the states of one string or number recur at every character).
+  std::vector<StackSet> prefix_sets_;  // check_uncertain: the stacks after each prefix length
+  // Exact walks of crowded stacks, through one automaton (kept across masks: the states of one
+  // string or number recur at every character).
   std::unique_ptr<VocabularyWalker> walker_;
   static constexpr size_t kMaxAutomatonStates = 8192;
 };

@@ -9,11 +9,11 @@
 
 namespace dsv4::server {
 
-void ForcedOutputMask::allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint8_t> allowed) const {
+void ForcedOutputMask::allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint64_t> allowed) const {
   const size_t at = context.size() - std::min(context.size(), prompt_length_);
   const int32_t token = at < tokens_.size() ? tokens_[at] : eos_;
-  std::fill(allowed.begin(), allowed.end(), uint8_t(0));
-  if (token >= 0 && size_t(token) < allowed.size()) allowed[size_t(token)] = 1;
+  std::fill(allowed.begin(), allowed.end(), uint64_t(0));
+  if (token >= 0 && size_t(token) < allowed.size() * 64) allow(allowed, size_t(token));
 }
 
 ForcedOutputs ForcedOutputs::load(const std::filesystem::path& file, const text::Tokenizer& tokenizer) {

@@ -22,7 +22,7 @@ class ForcedOutputMask final : public TokenMask {
  public:
   ForcedOutputMask(std::vector<int32_t> tokens, size_t prompt_length, int32_t eos)
       : tokens_(std::move(tokens)), prompt_length_(prompt_length), eos_(eos) {}
-  void allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint8_t> allowed) const override;
+  void allowed_tokens(size_t sequence, std::span<const int32_t> context, std::span<uint64_t> allowed) const override;
 
  private:
   std::vector<int32_t> tokens_;

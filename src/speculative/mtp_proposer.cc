@@ -96,15 +96,14 @@ bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Dra
   const SamplingParams greedy;
   const SamplingParams& sampling = req.sampling ? *req.sampling : greedy;
   const TokenMask* mask = req.mask;
-  std::span<const uint8_t> allowed;
+  std::span<const uint64_t> allowed;
   if (mask) {
-    const int64_t V = mtp_.target_vocab();
-    allowed_.assign(size_t(V), 0);
+    allowed_.resize(mask_words(size_t(mtp_.target_vocab())));
     context_.assign(req.context.begin(), req.context.end());
     context_.insert(context_.end(), draft.tokens.begin(), draft.tokens.end());
     mask->allowed_tokens(req.mask_sequence, context_, allowed_);
-    if (std::none_of(allowed_.begin(), allowed_.begin() + vd, [](uint8_t a) { return a != 0; })) return false;
-    allowed = std::span<const uint8_t>(allowed_.data(), size_t(vd));
+    if (count_allowed(allowed_, size_t(vd)) == 0) return false;  // nothing the draft head can say
+    allowed = allowed_;
   }
   std::span<const float> l(logits, size_t(vd));
   if (sampling.greedy()) {

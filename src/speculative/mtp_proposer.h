@@ -42,7 +42,7 @@ class MtpProposer final : public DraftProposer {
   RowPool stream_pool_;   // the states' queued streams (f32 rows of hc·D)
   Workspace scratch_;     // chained streams gathered for one store
   MtpModule::Output out_;
-  std::vector<uint8_t> allowed_;
+  std::vector<uint64_t> allowed_;
   std::vector<int32_t> context_;
   std::vector<float> probs_;
 };

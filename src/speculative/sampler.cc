@@ -1,25 +1,34 @@
 #include "speculative/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
 #include "core/error.h"
+#include "speculative/token_mask.h"
 
 namespace dsv4 {
 
-int32_t argmax_token(std::span<const float> logits, std::span<const uint8_t> allowed) {
+int32_t argmax_token(std::span<const float> logits, std::span<const uint64_t> allowed) {
   int32_t best = -1;
-  for (size_t v = 0; v < logits.size(); ++v) {
-    if (!allowed.empty() && !allowed[v]) continue;
-    if (best < 0 || logits[v] > logits[size_t(best)]) best = int32_t(v);
+  if (allowed.empty()) {
+    for (size_t v = 0; v < logits.size(); ++v)
+      if (best < 0 || logits[v] > logits[size_t(best)]) best = int32_t(v);
+  } else {  // only the allowed ids, in increasing order (a grammar often allows few)
+    for (size_t w = 0; w < allowed.size() && w * 64 < logits.size(); ++w)
+      for (uint64_t bits = allowed[w]; bits; bits &= bits - 1) {
+        const size_t v = w * 64 + size_t(std::countr_zero(bits));
+        if (v >= logits.size()) break;
+        if (best < 0 || logits[v] > logits[size_t(best)]) best = int32_t(v);
+      }
   }
   DSV4_CHECK(best >= 0, "no token is allowed by the mask");
   return best;
 }
 
 void sampling_distribution(std::span<const float> logits, const SamplingParams& params,
-                           std::span<const uint8_t> allowed, std::vector<float>& probs) {
+                           std::span<const uint64_t> allowed, std::vector<float>& probs) {
   const size_t V = logits.size();
   probs.assign(V, 0.0f);
   if (params.greedy()) {
@@ -28,11 +37,11 @@ void sampling_distribution(std::span<const float> logits, const SamplingParams& 
   }
   float mx = -INFINITY;
   for (size_t v = 0; v < V; ++v)
-    if (allowed.empty() || allowed[v]) mx = std::max(mx, logits[v]);
+    if (allowed.empty() || is_allowed(allowed, v)) mx = std::max(mx, logits[v]);
   DSV4_CHECK(mx > -INFINITY, "no token is allowed by the mask");
   double total = 0;
   for (size_t v = 0; v < V; ++v) {
-    if (!allowed.empty() && !allowed[v]) continue;
+    if (!allowed.empty() && !is_allowed(allowed, v)) continue;
     probs[v] = float(std::exp(double(logits[v] - mx) / double(params.temperature)));
     total += probs[v];
   }

@@ -17,14 +17,15 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
 };
 
-// Highest logit among allowed tokens (allowed may be empty = all); ties take the lowest id.
-int32_t argmax_token(std::span<const float> logits, std::span<const uint8_t> allowed = {});
+// Highest logit among allowed tokens (allowed: a TokenMask bitmap, or empty = all); ties take
+// the lowest id.
+int32_t argmax_token(std::span<const float> logits, std::span<const uint64_t> allowed = {});
 
 // The distribution sampling draws from: softmax(logits / T) over the allowed tokens, cut
 // to the top-k and then to the smallest set with mass >= top_p, renormalised. Greedy: the
 // one-hot of argmax_token. `probs` gets one entry per logit.
 void sampling_distribution(std::span<const float> logits, const SamplingParams& params,
-                           std::span<const uint8_t> allowed, std::vector<float>& probs);
+                           std::span<const uint64_t> allowed, std::vector<float>& probs);
 
 // Draws a token from probs (which sum to ~1) using one uniform from rng.
 int32_t sample_from(std::span<const float> probs, std::mt19937_64& rng);

@@ -138,18 +138,18 @@ SequenceOutput SpeculativeDecoder::release(SequenceId id) {
 }
 
 // The tokens the sequence's mask allows after context + extra (empty: no mask, all allowed).
-std::span<const uint8_t> SpeculativeDecoder::allowed_after(Sequence& s, std::span<const int32_t> extra) {
+std::span<const uint64_t> SpeculativeDecoder::allowed_after(Sequence& s, std::span<const int32_t> extra) {
   if (!s.options.mask) return {};
   context_.assign(s.context.begin(), s.context.end());
   context_.insert(context_.end(), extra.begin(), extra.end());
-  allowed_.assign(size_t(target_.config().vocab_size), 0);
+  allowed_.resize(mask_words(size_t(target_.config().vocab_size)));
   s.options.mask->allowed_tokens(s.mask_sequence, context_, allowed_);
   return allowed_;
 }
 
 void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra,
                                              std::vector<float>& p) {
-  const std::span<const uint8_t> allowed = allowed_after(s, extra);
+  const std::span<const uint64_t> allowed = allowed_after(s, extra);
   sampling_distribution(std::span<const float>(logits, size_t(target_.config().vocab_size)), s.options.sampling,
                         allowed, p);
 }

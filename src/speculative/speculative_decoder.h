@@ -130,7 +130,7 @@ class SpeculativeDecoder {
   Sequence& get(SequenceId id) const;
   void check_options(const GenerateOptions& o) const;
   void check_tokens(std::span<const int32_t> tokens, int64_t first, const char* what) const;
-  std::span<const uint8_t> allowed_after(Sequence& s, std::span<const int32_t> extra);
+  std::span<const uint64_t> allowed_after(Sequence& s, std::span<const int32_t> extra);
   int32_t choose(const float* logits, Sequence& s, std::span<const int32_t> extra);
   void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
   int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);
@@ -147,7 +147,7 @@ class SpeculativeDecoder {
   SequenceId next_id_ = 0;
   int64_t prefill_chunk_ = kDefaultPrefillChunk;
   Transformer::Output out_;
-  std::vector<uint8_t> allowed_;
+  std::vector<uint64_t> allowed_;
   std::vector<int32_t> context_;
   std::vector<float> probs_, residual_;  // reused: no allocation per token
 };

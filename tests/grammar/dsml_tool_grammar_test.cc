@@ -135,15 +135,15 @@ TEST(DsmlToolGrammar, SpecialMarkupTokensAreTextToTheToolGrammarOnly) {
 // Picks allowed tokens at random (text preferred over ending) until the grammar has finished.
 std::vector<int32_t> random_walk(GrammarMask& mask, std::span<const int32_t> prompt, std::mt19937& rng,
                                  int32_t eos, std::vector<int32_t> output = {}) {
-  std::vector<uint8_t> allowed(330);
+  std::vector<uint64_t> allowed(mask_words(330));
   mask.begin(0, prompt.size());
   for (int step = 0; step < 600; ++step) {
     std::vector<int32_t> context(prompt.begin(), prompt.end());
     context.insert(context.end(), output.begin(), output.end());
     mask.allowed_tokens(0, context, allowed);
     std::vector<int32_t> choices;
-    for (int32_t t = 0; t < int32_t(allowed.size()); ++t)
-      if (allowed[size_t(t)]) choices.push_back(t);
+    for (int32_t t = 0; t < 330; ++t)
+      if (is_allowed(allowed, size_t(t))) choices.push_back(t);
     EXPECT_FALSE(choices.empty()) << "the grammar allows nothing after " << output.size() << " tokens";
     if (choices.empty()) break;
     const int32_t t = choices[std::uniform_int_distribution<size_t>(0, choices.size() - 1)(rng)];

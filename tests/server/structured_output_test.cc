@@ -144,15 +144,15 @@ TEST(StructuredOutput, TheMaskAppliesAfterTheReasoningAndAcceptsTheRenderedCall)
                             "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
   std::vector<int32_t> out = tok.encode(reply, false);
   std::vector<int32_t> context = r.prompt;
-  std::vector<uint8_t> allowed(static_cast<size_t>(kVocabSize));
+  std::vector<uint64_t> allowed(mask_words(size_t(kVocabSize)));
   mask->begin(0, r.prompt.size());
   for (int32_t t : out) {  // every token of the reply is allowed where it comes
     mask->allowed_tokens(0, context, allowed);
-    ASSERT_TRUE(allowed[size_t(t)]) << "token " << t << " '" << tok.token_content(t) << "' after " << context.size() - r.prompt.size();
+    ASSERT_TRUE(is_allowed(allowed, size_t(t))) << "token " << t << " '" << tok.token_content(t) << "' after " << context.size() - r.prompt.size();
     context.push_back(t);
   }
   mask->allowed_tokens(0, context, allowed);
-  EXPECT_TRUE(allowed[size_t(*tok.eos_id())]);
+  EXPECT_TRUE(is_allowed(allowed, size_t(*tok.eos_id())));
   EXPECT_TRUE(mask->complete(out));
   out.resize(out.size() - 3);
   EXPECT_FALSE(mask->complete(out)) << "cut short: finish_reason length";

@@ -17,9 +17,11 @@ namespace {
 // Token v may follow context c iff (v + c.back()) % 3 != 0.
 class ParityMask : public TokenMask {
  public:
-  void allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint8_t> allowed) const override {
+  void allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint64_t> allowed) const override {
     ++calls;
-    for (size_t v = 0; v < allowed.size(); ++v) allowed[v] = (int64_t(v) + context.back()) % 3 != 0;
+    std::fill(allowed.begin(), allowed.end(), uint64_t(0));
+    for (size_t v = 0; v < allowed.size() * 64; ++v)
+      if ((int64_t(v) + context.back()) % 3 != 0) allow(allowed, v);
   }
   static bool ok(int32_t prev, int32_t v) { return (int64_t(v) + prev) % 3 != 0; }
   mutable int64_t calls = 0;
@@ -84,9 +86,11 @@ TEST(Mask, DraftsFollowTheMaskOfTheirOwnPrefixAndKeepTheOutput) {
 class UpperHalfAfterEven : public TokenMask {
  public:
   explicit UpperHalfAfterEven(int64_t V) : half_(V / 2) {}
-  void allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint8_t> allowed) const override {
+  void allowed_tokens(size_t, std::span<const int32_t> context, std::span<uint64_t> allowed) const override {
     const bool even = context.back() % 2 == 0;
-    for (size_t v = 0; v < allowed.size(); ++v) allowed[v] = !even || int64_t(v) >= half_;
+    std::fill(allowed.begin(), allowed.end(), uint64_t(0));
+    for (size_t v = 0; v < allowed.size() * 64; ++v)
+      if (!even || int64_t(v) >= half_) allow(allowed, v);
   }
 
  private:

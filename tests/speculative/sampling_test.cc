@@ -17,6 +17,8 @@
 #include <map>
 
 #include "speculative/rejection_sampling.h"
+#include "speculative/sampler.h"
+#include "speculative/token_mask.h"
 #include "support/spec_support.h"
 #include "support/test_support.h"
 
@@ -50,6 +52,32 @@ double gamma_q(double a, double x) {
     if (std::fabs(del - 1) < 1e-15) break;
   }
   return std::exp(-x + a * std::log(x) - gln) * h;
+}
+
+// The mask is a bitmap (TokenMask): argmax and sampling see only its set bits below the
+// vocabulary size, across word borders, ties to the lowest id.
+TEST(MaskedSampling, ArgmaxAndDistributionSeeOnlyTheAllowedBits) {
+  std::vector<float> logits(130, 0.0f);
+  logits[3] = 9.0f;    // the best overall, not allowed
+  logits[63] = 2.0f;   // last bit of word 0
+  logits[64] = 5.0f;   // first bit of word 1
+  logits[127] = 5.0f;  // a tie with 64, higher id
+  logits[129] = 1.0f;
+  std::vector<uint64_t> allowed(mask_words(130) + 1, 0);  // a longer bitmap: bits past 130 never read
+  for (size_t v : {63, 64, 127, 129, 140, 191}) allow(allowed, v);
+  EXPECT_EQ(count_allowed(allowed, 130), 4u);
+  EXPECT_EQ(argmax_token(logits), 3);
+  EXPECT_EQ(argmax_token(logits, allowed), 64);
+  std::vector<float> probs;
+  sampling_distribution(logits, SamplingParams{1.0f}, allowed, probs);
+  const double z = std::exp(2.0) + 2 * std::exp(5.0) + std::exp(1.0);
+  for (size_t v = 0; v < 130; ++v) {
+    const bool in = v == 63 || v == 64 || v == 127 || v == 129;
+    EXPECT_NEAR(probs[v], in ? std::exp(double(logits[v])) / z : 0.0, 1e-6) << "token " << v;
+  }
+  std::fill(allowed.begin(), allowed.end(), 0);
+  allow(allowed, 140);  // only a bit past the vocabulary: nothing is allowed
+  EXPECT_THROW(argmax_token(logits, allowed), Error);
 }
 
 TEST(SpeculativeSampling, AcceptanceRuleYieldsTheTargetDistribution) {
