@@ -5,7 +5,7 @@
 namespace dsv4::grammar {
 
 GrammarMask::GrammarMask(std::shared_ptr<const CompiledGrammar> grammar, GrammarMaskOptions options)
-    : grammar_(std::move(grammar)), options_(options), bits_(grammar_->mask_words()) {
+    : grammar_(std::move(grammar)), options_(options) {
   DSV4_CHECK(!options_.starts_in_reasoning || options_.reasoning_end >= 0,
              "grammar mask: reasoning mode needs the id of the token that ends the reasoning");
 }
@@ -62,6 +62,7 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
     s.matcher->fill_mask(allowed.first(words));
     std::fill(allowed.begin() + ptrdiff_t(words), allowed.end(), uint64_t(0));
   } else {
+    bits_.resize(words);
     s.matcher->fill_mask(bits_);
     std::copy_n(bits_.begin(), allowed.size(), allowed.begin());
   }
