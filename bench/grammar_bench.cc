@@ -6,7 +6,7 @@
 // at random among the allowed ones, favouring tokens that close strings and containers so the
 // documents finish. Prints per-token median, p90 and p99 in microseconds.
 //
-// usage: grammar_bench <tokenizer.json> [documents per schema (default 40)]
+// usage: grammar_bench <tokenizer.json> [documents per schema (default 40)] [schema number: only that one]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,10 +54,11 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <tokenizer.json> [documents per schema]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <tokenizer.json> [documents per schema] [schema number]\n", argv[0]);
     return 2;
   }
   const int documents = argc > 2 ? std::atoi(argv[2]) : 40;
+  const size_t only = argc > 3 ? size_t(std::atoi(argv[3])) : 0;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const auto tokenizer = text::Tokenizer::load(argv[1], "");
   auto with_eos = std::make_shared<grammar::TokenVocabulary>(*grammar::vocabulary_of(tokenizer, tokenizer.vocab_size()));
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::vector<uint64_t> allowed(mask_words(size_t(vocab->size())));
   for (size_t si = 0; si < std::size(schemas); ++si) {
+    if (only && si + 1 != only) continue;
     const std::string gbnf = grammar::json_schema_to_gbnf(schemas[si]);
     const auto g = std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(gbnf), vocab);
     std::vector<double> us;

@@ -10,7 +10,8 @@ namespace dsv4::grammar {
 bool StackSet::contains(std::span<const uint32_t> s) const {
   for (size_t i = 0; i < size(); ++i) {
     const auto t = (*this)[i];
-    if (t.size() == s.size() && std::equal(t.begin(), t.end(), s.begin())) return true;
+    // From the top down: the stacks of a set mostly share their bottom and differ at the top.
+    if (t.size() == s.size() && std::equal(t.rbegin(), t.rend(), s.rbegin())) return true;
   }
   return false;
 }
@@ -64,6 +65,7 @@ void StackStepper::expand(std::span<const uint32_t> stack, StackSet& out) {
       const uint32_t pos = cur_.back();
       if (pos >= elements) {  // a caller marker on top: the known frames have all returned
         if (pos == approximate_end()) out.add(cur_);
+        else if (pos == cut_marker()) cut_reached_ = true;
         else return_to_callers(pos);
         break;
       }
@@ -109,6 +111,16 @@ void StackStepper::return_to_callers(uint32_t marker) {
     else push({caller, p + 1});
   }
   if (rule == g_.root) push({approximate_end()});
+}
+
+bool StackStepper::same_step(const StackSet& in, uint8_t a, uint8_t b) const {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto s = in[i];
+    if (s.empty() || s.back() >= g_.elements.size()) continue;
+    const ByteSet& set = g_.byte_sets[g_.at(s.back()).value];
+    if (set.has(a) != set.has(b)) return false;
+  }
+  return true;
 }
 
 void StackStepper::advance(const StackSet& in, uint8_t b, StackSet& out) {

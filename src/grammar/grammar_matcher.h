@@ -57,6 +57,12 @@ class StackStepper {
     return uint32_t(g_.elements.size() + rule + (approximate ? g_.rule_begin.size() : 0));
   }
   uint32_t approximate_end() const { return uint32_t(g_.elements.size() + 2 * g_.rule_begin.size()); }
+  // Run time: a stack cut to its top entries carries this marker at the bottom, "frames not
+  // given". A step that returns into it drops that stack and sets cut_reached(): only steps
+  // that never do so are the steps of every stack with those top entries.
+  uint32_t cut_marker() const { return approximate_end() + 1; }
+  bool cut_reached() const { return cut_reached_; }
+  void clear_cut_reached() { cut_reached_ = false; }
   // Is this stack a real parse (not through an over-approximated return)?
   bool exact(std::span<const uint32_t> stack) const {
     return stack.empty() || stack.front() < g_.elements.size() + g_.rule_begin.size();
@@ -69,12 +75,16 @@ class StackStepper {
   void expand(std::span<const uint32_t> stack, StackSet& out);
   // out = the stacks of `in` after byte b (cleared first). Empty stacks in `in` are ended.
   void advance(const StackSet& in, uint8_t b, StackSet& out);
+  // Does advance(in, a) give what advance(in, b) gives? (The same stacks take both bytes: what
+  // a step produces depends on which stacks take the byte, not on the byte.)
+  bool same_step(const StackSet& in, uint8_t a, uint8_t b) const;
 
  private:
   void return_to_callers(uint32_t marker);  // pushes the over-approximated continuations
 
   const Grammar& g_;
   const GrammarAnalysis* analysis_ = nullptr;
+  bool cut_reached_ = false;
   std::vector<uint32_t> work_, work_len_, cur_, seed_, expanded_markers_;
 };
 

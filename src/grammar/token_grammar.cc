@@ -72,7 +72,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
   for (auto& t : pool) t.join();
   // The mask cache's table, sized once (its masks are allocated as they are first needed).
   cache_.reserve(kMaxCachedMasks);
-  cache_slots_.resize(kMaxCachedMasks);
+  cache_slab_.reset(new uint64_t[kMaxCachedMasks * words_]());  // (zeroed: its pages are touched now, not by a mask)
   cache_slot_key_.assign(kMaxCachedMasks, nullptr);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -81,7 +81,7 @@ bool CompiledGrammar::cached_mask(const std::vector<uint32_t>& key, std::span<ui
   std::lock_guard<std::mutex> lock(cache_mutex_);
   const auto it = cache_.find(key);
   if (it == cache_.end()) return false;
-  const uint64_t* mask = cache_slots_[it->second].get();
+  const uint64_t* mask = cache_slab_.get() + size_t(it->second) * words_;
   std::copy(mask, mask + words_, bits.begin());
   return true;
 }
@@ -94,8 +94,7 @@ void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<con
   cache_next_slot_ = uint32_t((cache_next_slot_ + 1) % kMaxCachedMasks);
   if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) cache_.erase(cache_.find(*old));  // (not erase(*old): the key would go with it)
   cache_slot_key_[slot] = &it->first;  // (node-based map: the key stays where it is)
-  if (!cache_slots_[slot]) cache_slots_[slot] = std::make_unique_for_overwrite<uint64_t[]>(words_);
-  std::copy(bits.begin(), bits.end(), cache_slots_[slot].get());
+  std::copy(bits.begin(), bits.end(), cache_slab_.get() + size_t(slot) * words_);
 }
 
 size_t CompiledGrammar::memory_bytes() const {
@@ -196,7 +195,9 @@ void or_bitmaps(std::span<const std::vector<uint64_t>* const> sets, std::span<ui
 
 // The uncertain tokens of a top are few and share prefixes (`",`, `"}`, `"]`): stepping them
 // over the stack in byte order, each prefix's stacks kept for the tokens after it, costs less
-// than interning automaton states that the next mask (another stack) would not meet.
+// than interning automaton states that the next mask (another stack) would not meet. Prefixes
+// are shared up to byte equivalence: a step's result depends only on which stacks' byte sets
+// hold the byte, so `a"` and `b"` inside a string share the stacks after their first byte.
 void TokenMatcher::check_uncertain(std::span<const uint32_t> stack, std::span<const int32_t> tokens,
                                    std::span<uint64_t> bits) {
   const TokenVocabulary& v = grammar_->vocab();
@@ -210,7 +211,7 @@ void TokenMatcher::check_uncertain(std::span<const uint32_t> stack, std::span<co
     const std::string& t = v.bytes[size_t(u)];
     const size_t shared = std::min({valid, previous.size(), t.size()});
     size_t d = 0;
-    while (d < shared && previous[d] == t[d]) ++d;
+    while (d < shared && (previous[d] == t[d] || step_.same_step(prefix_sets_[d], uint8_t(previous[d]), uint8_t(t[d])))) ++d;
     if (prefix_sets_.size() < t.size() + 1) prefix_sets_.resize(t.size() + 1);
     for (; d < t.size() && !prefix_sets_[d].empty(); ++d)
       step_.advance(prefix_sets_[d], static_cast<uint8_t>(t[d]), prefix_sets_[d + 1]);
@@ -229,11 +230,67 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
     if (v.eos >= 0) allow(bits, size_t(v.eos));
     return;
   }
+  // A mask depends on each stack's top (its accepted tokens) and, where the top has uncertain
+  // tokens, on the frames below that their steps reach: rarely far. So the stacks are first cut
+  // to their top entries (the same object at another depth of a recursion then is one cache
+  // entry), and the mask of the cut stacks stands for the full ones when no step reached the cut.
   const StackSet& s = current();
-  s.serialize(key_);
-  if (g.cached_mask(key_, bits)) return;
-  // The union over the live stacks: each distinct top's accepted set (the large ones are shared
-  // bitmaps: OR-ed in one pass), then its uncertain tokens checked against the stack itself.
+  const bool cuttable = cut_stacks(s, cut_);
+  if (cuttable) {
+    cut_.serialize(key_);
+    key_.push_back(kCutKeyTag);
+    if (g.cached_mask(key_, bits)) {
+      stats_.cut_cached += cut_any_;
+      return;
+    }
+  }
+  s.serialize(full_key_);
+  if (g.cached_mask(full_key_, bits)) return;
+  if (cuttable) {
+    step_.clear_cut_reached();
+    compute_mask(cut_, bits);
+    if (!step_.cut_reached()) {
+      stats_.cut_computed += cut_any_;
+      return g.cache_mask(key_, bits);
+    }
+    ++stats_.cut_reached;
+  }
+  compute_mask(s, bits);
+  g.cache_mask(full_key_, bits);
+}
+
+// Each stack cut to its top entry, or to its top kCutDepth entries where the top has uncertain
+// tokens (below the cut: cut_marker()). False when a stack will be walked (walk_above_).
+bool TokenMatcher::cut_stacks(const StackSet& s, StackSet& out) {
+  const CompiledGrammar& g = *grammar_;
+  out.clear();
+  cut_any_ = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto stack = s[i];
+    if (stack.empty()) {
+      out.add(stack);
+      continue;
+    }
+    const size_t uncertain = g.at_top(stack.back()).uncertain.size();
+    if (uncertain > walk_above_) return false;
+    const size_t keep = uncertain ? kCutDepth : 1;
+    if (stack.size() <= keep) {
+      out.add(stack);
+      continue;
+    }
+    cut_any_ |= uncertain > 0;
+    cut_buffer_.assign(1, step_.cut_marker());
+    cut_buffer_.insert(cut_buffer_.end(), stack.end() - keep, stack.end());
+    out.add(cut_buffer_);
+  }
+  return true;
+}
+
+// The union over the stacks of `s`: each distinct top's accepted set (the large ones are shared
+// bitmaps: OR-ed in one pass), then its uncertain tokens checked against the stack itself.
+void TokenMatcher::compute_mask(const StackSet& s, std::span<uint64_t> bits) {
+  const CompiledGrammar& g = *grammar_;
+  const TokenVocabulary& v = g.vocab();
   seen_tops_.clear();
   seen_bitmaps_.clear();
   to_walk_.clear();
@@ -260,7 +317,6 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
   if (!to_walk_.empty()) {
     walker_->walk(to_walk_, [&](int32_t id, bool) { allow(bits, size_t(id)); });
   }
-  g.cache_mask(key_, bits);
 }
 
 }  // namespace dsv4::grammar

@@ -85,7 +85,7 @@ class CompiledGrammar {
   // Masks live in kMaxCachedMasks slots, each allocated on its first use and then reused in
   // turn (the oldest goes first): once warm, caching allocates no mask and never frees them all.
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, WordsHash> cache_;   // key → slot
-  mutable std::vector<std::unique_ptr<uint64_t[]>> cache_slots_;
+  mutable std::unique_ptr<uint64_t[]> cache_slab_;  // kMaxCachedMasks masks
   mutable std::vector<const std::vector<uint32_t>*> cache_slot_key_;            // slot → its key in cache_
   mutable uint32_t cache_next_slot_ = 0;
 };
@@ -115,12 +115,21 @@ class TokenMatcher {
   const CompiledGrammar& compiled() const { return *grammar_; }
   // Tests: walk the vocabulary for any stack with more than n uncertain tokens (default 2048).
   void set_walk_above(size_t n) { walk_above_ = n; }
+  // Tests: masks of stacks cut below their checked top entries (fill_mask).
+  struct CutStats {
+    int64_t cut_cached = 0;    // served from the cache under a cut key
+    int64_t cut_computed = 0;  // computed from the cut stacks (no step reached the cut)
+    int64_t cut_reached = 0;   // a step reached the cut: computed again from the full stacks
+  };
+  const CutStats& cut_stats() const { return stats_; }
 
  private:
   const StackSet& current() const { return history_[depth_]; }
   bool advance_bytes(const StackSet& from, const std::string& bytes, StackSet& to);
   // Sets the bit of each of `tokens` (a top's uncertain tokens, in byte order) that `stack` takes.
   void check_uncertain(std::span<const uint32_t> stack, std::span<const int32_t> tokens, std::span<uint64_t> bits);
+  bool cut_stacks(const StackSet& s, StackSet& out);
+  void compute_mask(const StackSet& s, std::span<uint64_t> bits);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   StackStepper step_;
@@ -130,7 +139,13 @@ class TokenMatcher {
   StackSet scratch_a_, scratch_b_;
   std::vector<uint32_t> seen_tops_;
   std::vector<const std::vector<uint64_t>*> seen_bitmaps_;
-  std::vector<uint32_t> key_;
+  std::vector<uint32_t> key_, full_key_;
+  StackSet cut_;
+  bool cut_any_ = false;  // cut_stacks() cut some stack whose top has uncertain tokens
+  std::vector<uint32_t> cut_buffer_;
+  CutStats stats_;
+  static constexpr size_t kCutDepth = 6;               // entries kept where uncertain tokens are checked
+  static constexpr uint32_t kCutKeyTag = 0xFFFFFFFFu;  // ends the cache key of cut stacks (no full key does)
   // A stack whose top left more tokens uncertain than this is walked through the whole
   // vocabulary instead (then cached) rather than checked token by token.
   size_t walk_above_ = 2048;

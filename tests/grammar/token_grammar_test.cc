@@ -28,7 +28,8 @@ std::shared_ptr<TokenVocabulary> toy_vocabulary() {
   for (int c = 0x20; c < 0x7f; ++c) add(std::string(1, char(c)));
   for (const char* s : {"{\"", "\":", "\",", "\"}", "},", "}]", "[{", "true", "false", "null", "tr", "ue", "12", "-0",
                         ".5", "e+", "\n", "\n  ", "  ", "\t", ",\"", "\"a", "ab", "é", "\xC3", "\xA9", "😀", "\xF0\x9F",
-                        "\x98\x80", "\\n", "\\u00", "\"\"", "[]", "{}", "1,", "0}", "\"\n"})
+                        "\x98\x80", "\\n", "\\u00", "\"\"", "[]", "{}", "1,", "0}", "\"\n",
+                        "((((", "[[[[", "([([", ")))", "]]]]", ")])", "))))))))", "x)))", "x]])"})
     add(s);
   return v;
 }
@@ -53,18 +54,28 @@ long  ::= "\"" char{0,140} "\""
 word  ::= [a-z] [a-z0-9]{0,130}
 )";
 
+// Nesting deeper than the frames a mask keeps below a checked top (TokenMatcher::kCutDepth = 6),
+// with tokens that close 1 to 8 levels at once: a mask of the cut stacks serves every depth
+// when no check reaches the cut, and is computed from the full stacks when one does.
+const char* kNested = R"g(
+root ::= e
+e    ::= "(" e ")" | "[" e "]" | "x"
+)g";
+
 struct MaskCase {
   const char* name;
   const char* grammar;
   size_t walk_above;  // stacks with more uncertain tokens than this take the whole-vocabulary walk
   int max_tokens;     // a walk starts over past this many tokens
+  bool deep = false;  // nests deeper than the cut: all three cut paths must be taken
 };
 // walk_above 0: always walk — that path too must give the brute-force mask.
 class MaskPaths : public ::testing::TestWithParam<MaskCase> {};
 INSTANTIATE_TEST_SUITE_P(TokenGrammar, MaskPaths,
                          ::testing::Values(MaskCase{"json", kJsonish, 2048, 60}, MaskCase{"json_walked", kJsonish, 0, 60},
                                            MaskCase{"bounded", kBounded, 2048, 300},
-                                           MaskCase{"bounded_walked", kBounded, 0, 300}),
+                                           MaskCase{"bounded_walked", kBounded, 0, 300},
+                                           MaskCase{"nested", kNested, 2048, 400, true}),
                          [](const ::testing::TestParamInfo<MaskCase>& info) { return std::string(info.param.name); });
 
 TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
@@ -103,6 +114,12 @@ TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
   EXPECT_GT(rollbacks, 100);
   EXPECT_GT(completions, 5);
   EXPECT_GT(checked, 100000);
+  if (GetParam().deep) {
+    const TokenMatcher::CutStats& cuts = m.cut_stats();
+    EXPECT_GT(cuts.cut_computed, 20);  // masks of cut stacks...
+    EXPECT_GT(cuts.cut_cached, 20);    // ...reused at other depths
+    EXPECT_GT(cuts.cut_reached, 5);    // a check that needed the frames below the cut
+  }
 }
 
 // Inside a repetition of up to 128 copies every position's continuation is known at compile
