@@ -49,10 +49,10 @@ Cache& cache() {
   return c;
 }
 
-// The memory a compiled grammar's masks take: its per-top token sets, and (counted as a
-// quarter full) its own cache of computed masks.
+// The memory a compiled grammar's masks take: its per-top token sets and its own cache of
+// computed masks (allocated whole with the grammar).
 size_t footprint(const CompiledGrammar& g) {
-  return g.memory_bytes() + CompiledGrammar::kMaxCachedMasks / 4 * g.mask_words() * 8;
+  return g.memory_bytes() + CompiledGrammar::kMaxCachedMasks * g.mask_words() * 8;
 }
 
 }  // namespace
