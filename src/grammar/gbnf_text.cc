@@ -2,6 +2,7 @@
 // JSON (json_schema_detail.h). Everything is written in ASCII with the grammar's escapes, so the
 // text survives any transport.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "grammar/json_schema_detail.h"
@@ -148,6 +149,19 @@ std::string gbnf_repeat(const std::string& item, int min, int max) {
   return item + "{" + std::to_string(min) + "," + std::to_string(max) + "}";
 }
 
+std::string alternatives(const std::vector<std::string>& alts) {
+  std::string s;
+  for (const std::string& a : alts) s += (s.empty() ? "" : " | ") + a;
+  return s;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+  return true;
+}
+
 const std::vector<BuiltinRule>& builtin_rules() {
   static const std::vector<BuiltinRule> kBuiltins = {
       {"ws", R"(( " " | "\n" [ \t]{0,20} )?)", {}},
@@ -231,34 +245,5 @@ std::string array_layout(const std::vector<std::string>& prefix, const std::stri
   if (min > 0) return R"("[" ws )" + first + R"( ws "]")";
   return R"("[" ws ( )" + first + R"( ws )? "]")";
 }
-
-std::string at(const std::string& where) {
-  if (where.empty()) return "(root)";
-  if (where.size() > 200) return "..." + where.substr(where.size() - 200);  // a hostile depth
-  return where;
-}
-
-std::string child(const std::string& where, const std::string& key) {
-  std::string out = where + "/";
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
-bool is_annotation(const std::string& k) {
-  // "discriminator" is OpenAPI's (pydantic writes it beside oneOf): validators ignore it, and
-  // the branches themselves hold the constraint it describes.
-  static const char* const kAnnotations[] = {"title",      "description", "$schema",   "$id",         "default",
-                                             "examples",   "$comment",    "strict",    "deprecated",  "readOnly",
-                                             "writeOnly",  "discriminator"};
-  for (const char* a : kAnnotations)
-    if (k == a) return true;
-  return false;
-}
-
-bool is_definitions(const std::string& k) { return k == "$defs" || k == "definitions"; }
 
 }  // namespace dsv4::grammar::detail

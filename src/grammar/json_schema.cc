@@ -5,46 +5,12 @@
 // recursive definitions are recursive rules. Whitespace between tokens is `ws`, at most one
 // space or a newline and 20 blanks; the root value has none around it.
 //
-// Simplifications (each keeps the rule "every text the grammar accepts validates"):
-//   - Objects list properties in the order the schema's `properties` has (as nlohmann::json
-//     iterates it: sorted by key; ordered_json keeps the document's order), required ones
-//     always, optional ones optional. With `properties`, only declared properties are generated
-//     whatever additionalProperties says; without, additionalProperties absent / true is any
-//     object, a schema is a map from any string key to it, false is "{}". A required property
-//     missing from `properties` is generated with the additionalProperties schema (any value if
-//     absent). Keys are written exactly as JSON serializes the name (no \u spellings).
-//   - number with any bound (minimum, maximum, exclusive*) is generated as the integers of the
-//     range and the decimals I.F (F: 1 to 16 digits, no exponent) whose whole interval [I, I + 1)
-//     lies in it (likewise -I.F for (-I - 1, -I]): with maximum 2.5, 1.75 is generated, 2.25 is
-//     not. Without bounds it is any JSON number with at most 16 integer digits, 16 fraction
-//     digits and 3 exponent digits. integer without bounds has at most 16 digits; a one-sided
-//     bound extends to 16 digits (or the bound's own count) on the open side. Magnitudes beyond
-//     10^18 - 1 are never generated.
-//   - oneOf is read as anyOf: the grammar does not enforce that exactly one branch matches.
-//   - allOf, and $ref / anyOf / oneOf beside other constraints, are merged into one schema
-//     where the keywords combine (json_schema_merge.cc); otherwise UnsupportedSchema.
-//   - enum / const are written as compact JSON (nlohmann's serialization); only `type` may
-//     stand beside them (it filters the values).
-//   - prefixItems without `items` generates only the prefix (and any values where minItems
-//     asks for more); arrays shorter than the prefix are allowed as JSON Schema says.
-//   - Counts above kMaxRepeat (maxLength, maxItems) are lowered to it.
-//   - format: date (month and day ranges exact, 29 February only in leap years), time and
-//     date-time (RFC 3339, upper-case T and Z, fraction up to 9 digits, offset ±hh:mm), uuid,
-//     email (local@domain.tld, plain ASCII atoms), ipv4 (no leading zeros). Not combinable with
-//     pattern or length bounds.
-//   - pattern: see regex_to_gbnf.cc (unanchored sides padded, ASCII shorthands).
-//   - $ref: local pointers only ("#", "#/$defs/x", "#/definitions/x", "#/anything"), resolved
-//     against the root document ($id does not change the base). A $ref cycle that returns before
-//     any JSON token (left recursion) is UnsupportedSchema.
-//   - A schema without `type` is the union of the types whose keywords it uses (any value if
-//     none): {"minLength": 2} generates strings only.
-//   - Requests carry schemas, so nesting depth (kMaxDepth), pattern size and rule-name length
-//     are bounded.
+// The simplifications (where the grammar accepts less than the schema allows) are listed in
+// json_schema.h.
 #include "grammar/json_schema.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -57,56 +23,6 @@ namespace detail {
 namespace {
 
 const char* const kFormats[] = {"date", "time", "date-time", "uuid", "email", "ipv4"};
-
-const char* const kTypes[] = {"null", "boolean", "integer", "number", "string", "object", "array"};
-
-// Keywords by the type they constrain (a schema without `type` is read as the union of the
-// types whose keywords it uses).
-const std::map<std::string, std::string>& keyword_types() {
-  static const std::map<std::string, std::string> k = {
-      {"minLength", "string"},          {"maxLength", "string"},         {"pattern", "string"},
-      {"format", "string"},             {"minimum", "number"},           {"maximum", "number"},
-      {"exclusiveMinimum", "number"},   {"exclusiveMaximum", "number"},  {"properties", "object"},
-      {"required", "object"},           {"additionalProperties", "object"}, {"items", "array"},
-      {"prefixItems", "array"},         {"minItems", "array"},           {"maxItems", "array"},
-  };
-  return k;
-}
-
-bool is_known_keyword(const std::string& k, const ojson& v) {
-  if (is_annotation(k) || is_definitions(k) || keyword_types().count(k)) return true;
-  for (const char* s : {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"})
-    if (k == s) return true;
-  return k == "uniqueItems" && v.is_boolean() && !v.get<bool>();  // false constrains nothing
-}
-
-std::string alternatives(const std::vector<std::string>& alts) {
-  std::string s;
-  for (const std::string& a : alts) s += (s.empty() ? "" : " | ") + a;
-  return s;
-}
-
-bool is_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
-  return true;
-}
-
-// Percent-decoding of a URI fragment ("#/%24defs/a").
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 constexpr int kMaxDepth = 128;     // schemas nested in schemas (incl. $ref hops and merges)
 constexpr size_t kMaxName = 48;    // rule names keep the last this many characters of their path
@@ -199,7 +115,7 @@ class Converter {
     throw UnsupportedSchema("unsupported JSON Schema keyword '" + keyword + "' at " + at(where));
   }
   [[noreturn]] static void invalid(const std::string& keyword, const std::string& where, const std::string& what) {
-    throw UnsupportedSchema("JSON Schema keyword '" + keyword + "' at " + at(where) + ": " + what);
+    invalid_keyword(keyword, where, what);
   }
 
   static bool constrains(const std::string& k) { return !is_annotation(k) && !is_definitions(k); }
@@ -233,7 +149,7 @@ class Converter {
     if (s.contains("enum") || s.contains("const")) return enum_body(s, where);
 
     std::vector<std::string> alts;
-    for (const std::string& t : types(s, where)) {
+    for (const std::string& t : schema_types(s, where)) {
       if (t == "null") alts.push_back(builtin("null"));
       else if (t == "boolean") alts.push_back(builtin("boolean"));
       else if (t == "integer" || t == "number") alts.push_back(number_body(s, where, t == "integer"));
@@ -243,31 +159,6 @@ class Converter {
     }
     if (alts.empty()) return builtin("value");
     return alternatives(alts);
-  }
-
-  // The types s allows: its `type`, else those whose keywords it uses, else none (any value).
-  std::vector<std::string> types(const ojson& s, const std::string& where) {
-    std::vector<std::string> out;
-    auto add = [&](const std::string& t) {
-      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-    };
-    if (s.contains("type")) {
-      const ojson& t = s["type"];
-      const ojson list = t.is_array() ? t : ojson::array({t});
-      for (const ojson& x : list) {
-        if (!x.is_string()) invalid("type", where, "must be a type name or an array of them");
-        const std::string name = x.get<std::string>();
-        if (std::find(std::begin(kTypes), std::end(kTypes), name) == std::end(kTypes))
-          invalid("type", where, "unknown type '" + name + "'");
-        add(name);
-      }
-      if (out.empty()) invalid("type", where, "an empty list of types allows no value");
-    } else {
-      for (const auto& [k, v] : s.items())
-        if (const auto it = keyword_types().find(k); it != keyword_types().end()) add(it->second);
-    }
-    if (std::find(out.begin(), out.end(), "number") != out.end()) std::erase(out, "integer");  // number covers it
-    return out;
   }
 
   std::string any_of(const ojson& s, const char* key, const std::string& where) {
@@ -308,7 +199,7 @@ class Converter {
       else values = ojson::array({c});
     }
     std::vector<std::string> alts;
-    const std::vector<std::string> allowed = s.contains("type") ? types(s, where) : std::vector<std::string>{};
+    const std::vector<std::string> allowed = s.contains("type") ? schema_types(s, where) : std::vector<std::string>{};
     for (const ojson& v : values) {
       if (!allowed.empty() && !has_type(v, allowed)) continue;
       std::string text;
@@ -322,22 +213,6 @@ class Converter {
     }
     if (alts.empty()) invalid(s.contains("enum") ? "enum" : "const", where, "no value is valid (none has the schema's type)");
     return alternatives(alts);
-  }
-
-  static bool has_type(const ojson& v, const std::vector<std::string>& allowed) {
-    auto in = [&](const char* t) { return std::find(allowed.begin(), allowed.end(), t) != allowed.end(); };
-    switch (v.type()) {
-      case ojson::value_t::null: return in("null");
-      case ojson::value_t::boolean: return in("boolean");
-      case ojson::value_t::number_integer:
-      case ojson::value_t::number_unsigned: return in("integer") || in("number");
-      case ojson::value_t::number_float:
-        return in("number") || (in("integer") && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()));
-      case ojson::value_t::string: return in("string");
-      case ojson::value_t::object: return in("object");
-      case ojson::value_t::array: return in("array");
-      default: return false;
-    }
   }
 
   // ---- $ref
@@ -394,27 +269,6 @@ class Converter {
   }
 
   // ---- strings
-
-  static int count(const ojson& s, const char* k, const std::string& where, int absent) {
-    if (!s.contains(k)) return absent;
-    const ojson& v = s[k];
-    if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) && v.get<double>() >= 0) {
-      return int(std::min(v.get<double>(), 1e9));
-    }
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) invalid(k, where, "must be a non-negative integer");
-    return int(std::min<uint64_t>(v.get<uint64_t>(), 1'000'000'000));
-  }
-
-  // min..max with max lowered to kMaxRepeat (see the top of the file); UnsupportedSchema when
-  // the range is empty or min itself is too large.
-  static std::pair<int, int> count_range(const ojson& s, const char* min_k, const char* max_k, const std::string& where) {
-    const int min = count(s, min_k, where, 0);
-    int max = count(s, max_k, where, -1);
-    if (max >= 0 && max < min) invalid(max_k, where, "is below " + std::string(min_k) + ": no value is valid");
-    if (min > kMaxRepeat) invalid(min_k, where, "above " + std::to_string(kMaxRepeat) + " is not supported");
-    if (max > kMaxRepeat) max = kMaxRepeat;
-    return {min, max};
-  }
 
   std::string string_body(const ojson& s, const std::string& where) {
     const bool has_length = s.contains("minLength") || s.contains("maxLength");

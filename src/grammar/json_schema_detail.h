@@ -1,10 +1,11 @@
 // Pieces of the JSON Schema converter (json_schema.cc) that stand alone: GBNF text for literals
-// and character sets, integer ranges, regular expressions, and allOf merging.
+// and character sets, integer ranges, regular expressions, allOf merging, and reading keywords.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace dsv4::grammar::detail {
 using ojson = nlohmann::ordered_json;
 
 // Repetition counts above this are not written out (the compiled grammar would hold one rule per
-// count): larger maxLength / maxItems are lowered to it (documented in json_schema.cc).
+// count): larger maxLength / maxItems are lowered to it (documented in json_schema.h).
 inline constexpr int kMaxRepeat = 10000;
 
 // ---- GBNF text (gbnf_text.cc)
@@ -37,6 +38,10 @@ std::string json_char_expr(const CodeRanges& set);
 // `item` repeated min..max times (max < 0: unbounded) in GBNF suffix syntax: "x", "x?", "x*",
 // "x{2,5}"...; `item` must be atomic. Returns "" when max == 0.
 std::string gbnf_repeat(const std::string& item, int min, int max);
+// The GBNF alternatives `alts` joined by " | ".
+std::string alternatives(const std::vector<std::string>& alts);
+// Whether `s` is a bare rule name (letters, digits and '-'): a body that needs no rule of its own.
+bool is_identifier(const std::string& s);
 
 // The fixed rules of JSON (ws, char, string, number, integer, boolean, null, value, object,
 // member, array) and of string formats (date, time, date-time, uuid, email, ipv4 and their
@@ -64,11 +69,11 @@ std::string array_layout(const std::vector<std::string>& prefix, const std::stri
 // no leading zeros, no "-0". Exact: accepts each integer of the range and nothing else.
 std::string integer_range_gbnf(int64_t lo, int64_t hi);
 // The alternatives for an integer (or number) schema's minimum / maximum / exclusiveMinimum /
-// exclusiveMaximum (see json_schema.cc for what is generated); "" when it has none.
+// exclusiveMaximum (see json_schema.h for what is generated); "" when it has none.
 // Throws UnsupportedSchema when no generated value is in range.
 std::string bounded_number_gbnf(const ojson& schema, const std::string& where, bool integer);
 
-// ---- regular expressions (regex_to_gbnf.cc)
+// ---- regular expressions (regex_to_gbnf.cc, regex_parse.cc; the subset read: regex_ast.h)
 
 // A GBNF expression for the content (between the quotes) of the JSON strings whose decoded
 // value matches `pattern` (ECMA-262 / Python subset, unanchored sides padded with `any_char()*`,
@@ -85,14 +90,30 @@ using RefResolver = std::function<const ojson&(const std::string& ref, const std
 // keywords). Throws UnsupportedSchema when the conjunction is not expressible as one schema.
 ojson merge_schemas(const std::vector<ojson>& parts, const std::string& where, const RefResolver& resolve);
 
-// ---- shared by the converter's files
+// ---- reading schemas, shared by the converter's files (json_schema_keywords.cc)
 
 // `where` as written in messages: the JSON pointer, or "(root)".
 std::string at(const std::string& where);
 // The pointer `where` extended by one key (escaped as RFC 6901 requires).
 std::string child(const std::string& where, const std::string& key);
+// Percent-decoding of a URI fragment ("#/%24defs/a").
+std::string percent_decode(const std::string& s);
 // Keywords that never constrain (annotations) and schema containers that hold definitions.
 bool is_annotation(const std::string& keyword);
 bool is_definitions(const std::string& keyword);
+// Whether the converter knows `keyword` (with value `v`); unknown ones are UnsupportedSchema.
+bool is_known_keyword(const std::string& keyword, const ojson& v);
+// Throws UnsupportedSchema "JSON Schema keyword '<keyword>' at <where>: <what>".
+[[noreturn]] void invalid_keyword(const std::string& keyword, const std::string& where, const std::string& what);
+// The types schema `s` allows: its `type`, else those whose keywords it uses (minLength:
+// string...), else none (any value). "integer" is left out beside "number", which covers it.
+// Throws UnsupportedSchema on a malformed `type`.
+std::vector<std::string> schema_types(const ojson& s, const std::string& where);
+// Whether the JSON value `v` has one of the types `allowed` (an integral float is an integer).
+bool has_type(const ojson& v, const std::vector<std::string>& allowed);
+// The bounds of a count keyword pair (minLength / maxLength, minItems / maxItems): min..max
+// (max < 0: none), max lowered to kMaxRepeat. Throws UnsupportedSchema when a count is not a
+// non-negative integer, the range is empty or min itself is above kMaxRepeat.
+std::pair<int, int> count_range(const ojson& s, const char* min_key, const char* max_key, const std::string& where);
 
 }  // namespace dsv4::grammar::detail

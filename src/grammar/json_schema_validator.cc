@@ -29,7 +29,7 @@ bool is_type(const json& v, const std::string& type) {
   return true;  // an unknown type name constrains nothing here
 }
 
-// JSON Schema's formats, as the grammar generates them (json_schema.cc).
+// JSON Schema's formats, as the grammar generates them (json_schema.h).
 const char* format_pattern(const std::string& format) {
   static const std::map<std::string, const char*> patterns = {
       {"date", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$)"},
