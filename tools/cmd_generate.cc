@@ -101,6 +101,7 @@ int run_generate(const GenerateArgs& a) {
     else for (auto& s : outputs) j["tokens"].push_back(s.tokens);
     if (mask && outputs.size() == 1) j["grammar_complete"] = complete[0];
     else if (mask) j["grammar_complete"] = complete;
+    if (mask) add_mask_metrics(j, *mask);
     add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
     std::printf("%s\n", j.dump().c_str());

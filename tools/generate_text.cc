@@ -54,7 +54,10 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
   if (json) {
     nlohmann::json j;
     j["text"] = all_text;
-    if (mask) j["grammar_complete"] = complete;
+    if (mask) {
+      j["grammar_complete"] = complete;
+      add_mask_metrics(j, *mask);
+    }
     if (!complete) warn_incomplete(*grammar);
     j["prompt_tokens"] = ids;
     j["tokens"] = outputs[0].tokens;

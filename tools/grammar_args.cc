@@ -74,4 +74,13 @@ std::shared_ptr<const grammar::CompiledGrammar> compile_output_grammar(const std
   }
 }
 
+void add_mask_metrics(nlohmann::json& j, const grammar::GrammarMask& mask) {
+  const auto& k = mask.counters();
+  j["grammar_masks"] = k.masks;
+  j["grammar_mask_us_mean"] = k.masks ? 1e6 * k.seconds / double(k.masks) : 0.0;
+  j["grammar_mask_us_median"] = k.percentile_us(0.5);  // (bucket edges: within 19%)
+  j["grammar_mask_us_p99"] = k.percentile_us(0.99);
+  j["grammar_mask_us_max"] = 1e6 * k.max_seconds;
+}
+
 }  // namespace dsv4::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "grammar/grammar_mask.h"
 #include "io/config.h"
@@ -32,5 +33,9 @@ std::string load_output_grammar(const GrammarArgs& args);
 std::shared_ptr<const grammar::CompiledGrammar> compile_output_grammar(const std::string& gbnf, const std::string& file,
                                                                        const text::Tokenizer& tokenizer,
                                                                        const ModelConfig& config, int32_t eos);
+
+// generate --json: what the masks cost in the run (grammar_masks, grammar_mask_us_mean / _median /
+// _p99 / _max: every position under the grammar, drafts included, matcher steps included).
+void add_mask_metrics(nlohmann::json& j, const grammar::GrammarMask& mask);
 
 }  // namespace dsv4::cli

@@ -1,6 +1,8 @@
 #include "grammar/grammar_mask.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 namespace dsv4::grammar {
 
@@ -42,6 +44,7 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
     return;
   }
   ++counters_.masks;
+  const auto start = std::chrono::steady_clock::now();
   if (!s.matcher) s.matcher = std::make_unique<TokenMatcher>(grammar_);
   // Keep what the matcher holds of this context; roll back what was dropped (drafts).
   const size_t common = size_t(std::mismatch(s.fed.begin(), s.fed.end(), part.begin(), part.end()).first - s.fed.begin());
@@ -66,6 +69,25 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
     s.matcher->fill_mask(bits_);
     std::copy_n(bits_.begin(), allowed.size(), allowed.begin());
   }
+  counters_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+void GrammarMask::Counters::record(double s) {
+  seconds += s;
+  max_seconds = std::max(max_seconds, s);
+  const double b = std::ceil(4 * std::log2(std::max(s * 1e6, 1.0)));
+  ++histogram[size_t(std::min(b, double(kBuckets - 1)))];
+}
+
+double GrammarMask::Counters::percentile_us(double p) const {
+  int64_t total = 0;
+  for (int64_t n : histogram) total += n;
+  int64_t seen = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    seen += histogram[i];
+    if (seen > 0 && double(seen) >= p * double(total)) return std::exp2(double(i) / 4);
+  }
+  return 0;
 }
 
 bool GrammarMask::complete(std::span<const int32_t> output) const {

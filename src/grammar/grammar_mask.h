@@ -12,6 +12,7 @@
 // or in a verified row. EOS is not allowed before the grammar completes (the answer must come),
 // then it is the only token allowed when nothing can follow.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -46,6 +47,12 @@ class GrammarMask : public TokenMask {
     int64_t free_masks = 0;     // calls inside the reasoning (everything allowed but EOS)
     int64_t tokens_fed = 0;     // tokens the matchers advanced over
     int64_t tokens_rolled_back = 0;
+    double seconds = 0, max_seconds = 0;  // of the masks under the grammar (matcher steps included)
+    // Their times by bucket: [i] counts times in [2^((i-1)/4), 2^(i/4)) µs, the last one longer.
+    static constexpr size_t kBuckets = 56;
+    std::array<int64_t, kBuckets> histogram{};
+    void record(double seconds);
+    double percentile_us(double p) const;  // the upper edge of the bucket holding the p-quantile
   };
   const Counters& counters() const { return counters_; }
   const CompiledGrammar& compiled() const { return *grammar_; }

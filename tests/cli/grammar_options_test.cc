@@ -68,6 +68,11 @@ TEST(GrammarOptions, GenerateFollowsAJsonSchema) {
     const auto out = nlohmann::json::parse(r.out);
     EXPECT_TRUE(out["grammar_complete"].get<bool>()) << r.out;
     expect_person(nlohmann::json::parse(out["text"].get<std::string>()));
+    // The masks' cost is reported: one mask per generated token at least (drafts add theirs).
+    EXPECT_GE(out["grammar_masks"].get<int64_t>(), int64_t(out["tokens"].size())) << r.out;
+    EXPECT_GT(out["grammar_mask_us_mean"].get<double>(), 0.0);
+    EXPECT_LE(out["grammar_mask_us_median"].get<double>(), out["grammar_mask_us_p99"].get<double>());
+    EXPECT_LE(out["grammar_mask_us_mean"].get<double>(), out["grammar_mask_us_max"].get<double>());
   }
   // Plain output: the JSON text, then a newline.
   auto plain = test::run_shell("(" + std::string(DSV4_CLI) + " " + generate("--json-schema " + file("person.json")) +

@@ -10,6 +10,8 @@
 // - sampled output: every token allowed, every finished output complete.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "grammar/grammar_mask.h"
 #include "support/spec_support.h"
 #include "support/synthetic_vocabulary.h"
@@ -216,6 +218,22 @@ TEST(GrammarDecoding, AForbiddenTokenInTheContextIsReportedNotSkipped) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("token 2 at output position 0"), std::string::npos) << e.what();
   }
+}
+
+// The mask-time report of `generate --json`: quantiles from a log-spaced histogram (4 buckets
+// per doubling), each the upper edge of the bucket that holds it.
+TEST(GrammarMaskCounters, QuantilesAreTheUpperEdgesOfTheirBuckets) {
+  grammar::GrammarMask::Counters c;
+  for (int i = 0; i < 98; ++i) c.record(3e-6);  // 3 µs: bucket ceil(4·log2 3) = 7, edge 2^(7/4) ≈ 3.36 µs
+  c.record(100e-6);                             // bucket 27, edge 2^(27/4) ≈ 107.6 µs
+  c.record(1.0);                                // beyond the last bucket: counted in it
+  EXPECT_NEAR(c.percentile_us(0.5), std::exp2(7.0 / 4), 1e-9);
+  EXPECT_NEAR(c.percentile_us(0.98), std::exp2(7.0 / 4), 1e-9);
+  EXPECT_NEAR(c.percentile_us(0.99), std::exp2(27.0 / 4), 1e-9);
+  EXPECT_NEAR(c.percentile_us(1.0), std::exp2(double(c.kBuckets - 1) / 4), 1e-9);
+  EXPECT_NEAR(c.max_seconds, 1.0, 1e-12);
+  EXPECT_NEAR(c.seconds, 98 * 3e-6 + 100e-6 + 1.0, 1e-12);
+  EXPECT_EQ(grammar::GrammarMask::Counters{}.percentile_us(0.5), 0.0);  // nothing recorded
 }
 
 }  // namespace
