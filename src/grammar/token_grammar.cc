@@ -88,13 +88,26 @@ bool CompiledGrammar::cached_mask(const std::vector<uint32_t>& key, std::span<ui
 
 void CompiledGrammar::cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  const auto [it, added] = cache_.try_emplace(key, cache_next_slot_);
-  if (!added) return;  // (another sequence cached it meanwhile)
+  if (cache_.contains(key)) return;  // (another sequence cached it meanwhile)
   const uint32_t slot = cache_next_slot_;
   cache_next_slot_ = uint32_t((cache_next_slot_ + 1) % kMaxCachedMasks);
-  if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) cache_.erase(cache_.find(*old));  // (not erase(*old): the key would go with it)
-  cache_slot_key_[slot] = &it->first;  // (node-based map: the key stays where it is)
+  ++cache_stores_;
+  if (const std::vector<uint32_t>* old = cache_slot_key_[slot]) {
+    // The oldest entry's node becomes the new one: its key buffer is reused, so a full cache
+    // allocates nothing.
+    auto node = cache_.extract(cache_.find(*old));
+    node.key().assign(key.begin(), key.end());
+    node.mapped() = slot;
+    cache_slot_key_[slot] = &cache_.insert(std::move(node)).position->first;
+  } else {
+    cache_slot_key_[slot] = &cache_.try_emplace(key, slot).first->first;  // (node-based map: the key stays put)
+  }
   std::copy(bits.begin(), bits.end(), cache_slab_.get() + size_t(slot) * words_);
+}
+
+int64_t CompiledGrammar::masks_cached() const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return cache_stores_;
 }
 
 size_t CompiledGrammar::memory_bytes() const {

@@ -65,6 +65,7 @@ class CompiledGrammar {
   bool cached_mask(const std::vector<uint32_t>& key, std::span<uint64_t> bits) const;
   void cache_mask(const std::vector<uint32_t>& key, std::span<const uint64_t> bits) const;
   static constexpr size_t kMaxCachedMasks = 1024;
+  int64_t masks_cached() const;  // stored so far (more than kMaxCachedMasks: the oldest were replaced)
 
   // Compilation figures (bench, tests).
   size_t stack_tops() const { return tops_.size(); }
@@ -82,12 +83,14 @@ class CompiledGrammar {
   std::vector<std::unique_ptr<std::vector<uint64_t>>> bitmaps_;  // the distinct large accepted sets
   double compile_seconds_ = 0;
   mutable std::mutex cache_mutex_;
-  // Masks live in kMaxCachedMasks slots, each allocated on its first use and then reused in
-  // turn (the oldest goes first): once warm, caching allocates no mask and never frees them all.
+  // Masks live in kMaxCachedMasks slots of one slab (zeroed, so touched, with the grammar), reused
+  // in turn (the oldest goes first) together with their keys' map nodes: once the cache is
+  // full, storing a mask allocates nothing.
   mutable std::unordered_map<std::vector<uint32_t>, uint32_t, WordsHash> cache_;   // key → slot
   mutable std::unique_ptr<uint64_t[]> cache_slab_;  // kMaxCachedMasks masks
   mutable std::vector<const std::vector<uint32_t>*> cache_slot_key_;            // slot → its key in cache_
   mutable uint32_t cache_next_slot_ = 0;
+  mutable int64_t cache_stores_ = 0;
 };
 
 // The grammar state of one sequence, token by token, with rollback (speculative drafts).

@@ -122,6 +122,38 @@ TEST_P(MaskPaths, MasksEqualABruteForceCheckOfEveryTokenAlongRandomWalks) {
   }
 }
 
+// More states than the mask cache holds: a literal of 1500 characters cycling through 62 with
+// step 7. The first walk fills the cache and replaces its oldest entries (their map nodes and
+// slab slots reused); stepping back 300 characters finds the newest cached; a second walk
+// recomputes the replaced ones. Every mask, cached or computed, equals the brute force.
+TEST(TokenGrammar, TheMaskCacheReplacesItsOldestEntriesExactly) {
+  const std::string alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  std::string text;
+  for (int k = 0; k < 1500; ++k) text += alnum[size_t(k * 7) % alnum.size()];
+  const auto vocab = toy_vocabulary();
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf("root ::= \"" + text + "\""), vocab, 2);
+  TokenMatcher m(g);
+  std::vector<uint64_t> bits(g->mask_words());
+  auto walk_to_the_end = [&] {
+    while (m.accepted() < text.size()) {
+      m.fill_mask(bits);
+      for (int32_t t = 0; t < vocab->size(); ++t)
+        ASSERT_EQ(is_allowed(bits, size_t(t)), m.allows(t)) << "token '" << vocab->bytes[size_t(t)] << "' at " << m.accepted();
+      const auto single = std::find(vocab->bytes.begin(), vocab->bytes.end(), std::string(1, text[m.accepted()]));
+      ASSERT_TRUE(m.accept(int32_t(single - vocab->bytes.begin())));
+    }
+  };
+  walk_to_the_end();
+  const int64_t stored = g->masks_cached();
+  EXPECT_GT(stored, int64_t(CompiledGrammar::kMaxCachedMasks) + 400);  // the oldest were replaced
+  m.rollback(300);
+  walk_to_the_end();
+  EXPECT_EQ(g->masks_cached(), stored);  // the newest 300 came from the cache
+  m.reset();
+  walk_to_the_end();
+  EXPECT_GT(g->masks_cached(), stored + 400);  // the replaced ones computed again, in full slots
+}
+
 // Inside a repetition of up to 128 copies every position's continuation is known at compile
 // time, so the string's characters leave nothing to check at run time; past 128 copies the item
 // is shared and tokens that run past its end are uncertain.
