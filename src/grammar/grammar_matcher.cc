@@ -30,10 +30,22 @@ bool StackSet::has_empty() const {
 
 void StackSet::serialize(std::vector<uint32_t>& out) const {
   out.clear();
+  append_to(out);
+}
+
+void StackSet::append_to(std::vector<uint32_t>& out) const {
   for (size_t i = 0; i < size(); ++i) {
     const auto s = (*this)[i];
     out.push_back(uint32_t(s.size()));
     out.insert(out.end(), s.begin(), s.end());
+  }
+}
+
+void StackSet::assign_serialized(std::span<const uint32_t> words) {
+  clear();
+  for (size_t i = 0; i < words.size(); i += 1 + words[i]) {  // (distinct already: no contains())
+    begin_.push_back(uint32_t(data_.size()));
+    data_.insert(data_.end(), words.begin() + ptrdiff_t(i + 1), words.begin() + ptrdiff_t(i + 1 + words[i]));
   }
 }
 

@@ -33,6 +33,9 @@ class StackSet {
   bool has_empty() const;                        // a stack that completed the root
   // The set as one sequence of words (stack lengths and entries), e.g. a cache key.
   void serialize(std::vector<uint32_t>& out) const;
+  void append_to(std::vector<uint32_t>& out) const;  // the same, appended to `out`
+  // Replaces the set with the stacks `words` holds (all of it: what serialize wrote).
+  void assign_serialized(std::span<const uint32_t> words);
 
  private:
   std::vector<uint32_t> data_;

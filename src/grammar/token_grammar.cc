@@ -127,9 +127,11 @@ TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar)
       step_(grammar_->grammar()),
       walker_(std::make_unique<VocabularyWalker>(grammar_->grammar(), nullptr, grammar_->vocab(),
                                                  grammar_->sorted_vocabulary(), kMaxAutomatonStates)) {
-  history_.resize(1);
   ended_.assign(1, 0);
-  step_.start(history_[0]);
+  step_.start(current_);
+  saved_at_.assign(1, 0);
+  current_.append_to(saved_);
+  saved_at_.push_back(saved_.size());
 }
 
 TokenMatcher::~TokenMatcher() = default;
@@ -156,24 +158,29 @@ bool TokenMatcher::allows(int32_t token) {
   if (token == v.eos) return ended_[depth_] || complete();
   if (ended_[depth_]) return false;
   if (v.special[size_t(token)] || v.bytes[size_t(token)].empty()) return false;
-  if (history_.size() < depth_ + 2) history_.resize(depth_ + 2);
-  return advance_bytes(history_[depth_], v.bytes[size_t(token)], history_[depth_ + 1]);
+  return advance_bytes(current_, v.bytes[size_t(token)], next_);
 }
 
 bool TokenMatcher::accept(int32_t token) {
   const TokenVocabulary& v = grammar_->vocab();
-  if (!allows(token)) return false;
-  if (history_.size() < depth_ + 2) history_.resize(depth_ + 2);
+  if (!allows(token)) return false;  // (the stacks after it are in next_)
   if (ended_.size() < depth_ + 2) ended_.resize(depth_ + 2);
-  if (token == v.eos) history_[depth_ + 1].clear();  // nothing follows EOS
+  if (token == v.eos) next_.clear();  // nothing follows EOS
   ended_[depth_ + 1] = token == v.eos;
   ++depth_;
+  std::swap(current_, next_);
+  current_.append_to(saved_);
+  saved_at_.push_back(saved_.size());
   return true;
 }
 
 void TokenMatcher::rollback(size_t n) {
   DSV4_CHECK(n <= depth_, "grammar: rollback of ", n, " tokens, only ", depth_, " accepted");
+  if (n == 0) return;
   depth_ -= n;
+  saved_at_.resize(depth_ + 2);
+  saved_.resize(saved_at_[depth_ + 1]);
+  current_.assign_serialized(std::span<const uint32_t>(saved_).subspan(saved_at_[depth_]));
 }
 
 bool TokenMatcher::complete() const { return !ended_[depth_] && current().has_empty(); }

@@ -94,8 +94,9 @@ class CompiledGrammar {
 };
 
 // The grammar state of one sequence, token by token, with rollback (speculative drafts).
-// Keeps the stack set after every accepted token; buffers are reused, so steady-state
-// accept / rollback / mask allocate nothing.
+// Keeps the stack set after every accepted token in one growing buffer, and reuses its other
+// buffers: accept / rollback / mask allocate nothing once their buffers have grown to size
+// (the history's buffer doubles when it fills: O(log n) allocations over n tokens).
 class TokenMatcher {
  public:
   explicit TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar);
@@ -127,7 +128,7 @@ class TokenMatcher {
   const CutStats& cut_stats() const { return stats_; }
 
  private:
-  const StackSet& current() const { return history_[depth_]; }
+  const StackSet& current() const { return current_; }
   bool advance_bytes(const StackSet& from, const std::string& bytes, StackSet& to);
   // Sets the bit of each of `tokens` (a top's uncertain tokens, in byte order) that `stack` takes.
   void check_uncertain(std::span<const uint32_t> stack, std::span<const int32_t> tokens, std::span<uint64_t> bits);
@@ -136,7 +137,13 @@ class TokenMatcher {
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   StackStepper step_;
-  std::vector<StackSet> history_;   // history_[i]: stacks after i accepted tokens
+  // The stacks after every accepted token, for rollback: one flat buffer (sets after 0, 1, ...
+  // depth_ tokens, serialized one after another; saved_at_[i]: where the set after i begins),
+  // so a sequence's new tokens append to it instead of allocating a set each.
+  StackSet current_;                // the stacks after depth_ tokens
+  StackSet next_;                   // allows(): the stacks after the token asked about
+  std::vector<uint32_t> saved_;
+  std::vector<size_t> saved_at_;    // depth_ + 2 entries
   std::vector<uint8_t> ended_;      // ended_[i]: EOS was the i-th token
   size_t depth_ = 0;
   StackSet scratch_a_, scratch_b_;

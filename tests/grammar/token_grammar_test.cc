@@ -9,6 +9,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/stack_automaton.h"
 #include "grammar/token_grammar.h"
+#include "allocation_counter.h"
 
 namespace dsv4::grammar {
 namespace {
@@ -152,6 +153,30 @@ TEST(TokenGrammar, TheMaskCacheReplacesItsOldestEntriesExactly) {
   m.reset();
   walk_to_the_end();
   EXPECT_GT(g->masks_cached(), stored + 400);  // the replaced ones computed again, in full slots
+}
+
+// A sequence's new tokens append to the matcher's history instead of allocating a set each:
+// 4000 tokens (with draft-like rollbacks and re-advances) allocate a few times in all, where
+// a set per token would allocate thousands of times.
+TEST(TokenGrammar, AcceptRollbackAndMaskAllocateNothingPerToken) {
+  const auto vocab = toy_vocabulary();
+  const auto g = std::make_shared<CompiledGrammar>(parse_gbnf(R"(root ::= "\"" [a-z]* "\"")"), vocab, 2);
+  TokenMatcher m(g);
+  std::vector<uint64_t> bits(g->mask_words());
+  const auto id = [&](const char* s) { return int32_t(std::find(vocab->bytes.begin(), vocab->bytes.end(), s) - vocab->bytes.begin()); };
+  ASSERT_TRUE(m.accept(id("\"")));
+  test::AllocationCounter count;
+  for (int i = 0; i < 4000; ++i) {
+    m.fill_mask(bits);
+    if (!m.accept(id(i % 2 ? "ab" : "a"))) break;
+    if (i % 7 == 6) {  // a rejected draft: roll back and go on
+      m.rollback(3);
+      for (int j = 0; j < 3; ++j) m.accept(id("a"));
+    }
+  }
+  const int64_t allocations = count.stop();
+  EXPECT_EQ(m.accepted(), 1u + 4000);
+  EXPECT_LT(allocations, 80) << "allocations over 4000 tokens";
 }
 
 // Inside a repetition of up to 128 copies every position's continuation is known at compile
