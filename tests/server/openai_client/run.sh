@@ -30,6 +30,7 @@ trap cleanup EXIT
 # Starts a server in the background (its pid appended to $pids).
 start_server() {
   local log=$1; shift
+  : >"$log"  # exists before the server's shell opens it: readers never race its creation
   "$dsv4" serve --model ckpt --port 0 --threads 2 --force-output-file "$here"/forced_outputs.json "$@" >"$log" 2>&1 &
   pids+=($!)
 }
