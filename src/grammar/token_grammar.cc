@@ -264,8 +264,12 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
       return;
     }
   }
-  s.serialize(full_key_);
-  if (g.cached_mask(full_key_, bits)) return;
+  // Full keys hold the masks of states whose cut stacks were not enough; when no checked stack
+  // was cut (cut_any_ false), no step can reach a cut and the cut key is the whole story.
+  if (!cuttable || cut_any_) {
+    s.serialize(full_key_);
+    if (g.cached_mask(full_key_, bits)) return;
+  }
   if (cuttable) {
     step_.clear_cut_reached();
     compute_mask(cut_, bits);
@@ -273,6 +277,7 @@ void TokenMatcher::fill_mask(std::span<uint64_t> bits) {
       stats_.cut_computed += cut_any_;
       return g.cache_mask(key_, bits);
     }
+    DSV4_CHECK(cut_any_, "grammar: a step reached a cut below a stack that was not cut");
     ++stats_.cut_reached;
   }
   compute_mask(s, bits);

@@ -41,8 +41,6 @@ class VocabularyWalker {
     states_[0] = automaton_.state_of(start);
     walk_from_start(on_token);
   }
-  // Its steps, for single tokens' checks between walks (TokenMatcher).
-  StackAutomaton& automaton() { return automaton_; }
   // The same from several stacks at once (the union of their tokens).
   template <typename F>
   void walk(const StackSet& start, F&& on_token) {
