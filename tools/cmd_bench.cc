@@ -29,6 +29,7 @@ struct BenchArgs {
   int64_t mtp_vocab = 32768;
   int64_t e2e_prompt = 0, e2e_tokens = 64;  // prompt 0: the sliding window + 32 tokens
   int e2e_rounds = 3;
+  DraftHeadFormat e2e_draft_head = DraftHeadFormat::Target;
   double bandwidth_gib = 1.0;
 };
 
@@ -123,7 +124,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<int64_t> own_pattern;
   int64_t e2e_prompt = 0;
   {
-    auto engine = Engine::open(e2e_model, {{BackendKind::Cpu, a.threads}, true, 0, 16});
+    auto engine = Engine::open(e2e_model, {{BackendKind::Cpu, a.threads}, true, 0, 16, a.e2e_draft_head});
     const ModelConfig& c = engine->config();
     // Past the first window: there the MTP's window holds one row fewer than the target's
     // (it has no row for position 0), which is not the steady state of a long generation.
@@ -170,6 +171,8 @@ int run_bench(const BenchArgs& a) {
     j["draft_step_vocab32k"] = step_json(r.draft_vocab, bw, rates);
     j["draft_step_vocab32k"]["vocab"] = r.mtp_vocab;
   }
+  if (!r.draft_fp8.rep_ms.empty()) j["draft_step_fp8_head"] = step_json(r.draft_fp8, bw, rates);
+  if (!r.draft_int4.rep_ms.empty()) j["draft_step_int4_head"] = step_json(r.draft_int4, bw, rates);
   for (const bench::LayerKind& k : r.kinds) {
     nlohmann::json s = step_json(k.decode, bw, rates);
     s["layer"] = k.layer;
@@ -210,6 +213,7 @@ int run_bench(const BenchArgs& a) {
   j["end_to_end"]["new_tokens"] = a.e2e_tokens;
   j["end_to_end"]["prompt_tokens"] = e2e_prompt;
   j["end_to_end"]["rounds"] = a.e2e_rounds;
+  j["end_to_end"]["draft_head"] = draft_head_format_name(a.e2e_draft_head);
   auto measured_json = [](const bench::MeasuredSpeedup& p) {
     return nlohmann::json{{"tokens_per_step", p.tokens_per_step}, {"step_ms", p.step_ms},
                           {"recompute_ms", p.recompute_ms}, {"speedup", p.speedup}};
@@ -256,6 +260,8 @@ int run_bench(const BenchArgs& a) {
   print_step("mtp draft step (full head)", r.draft, bw, rates);
   if (r.mtp_vocab > 0)
     print_step(("mtp draft step (" + std::to_string(r.mtp_vocab) + " rows)").c_str(), r.draft_vocab, bw, rates);
+  if (!r.draft_fp8.rep_ms.empty()) print_step("mtp draft step (fp8 head copy)", r.draft_fp8, bw, rates);
+  if (!r.draft_int4.rep_ms.empty()) print_step("mtp draft step (int4 head copy)", r.draft_int4, bw, rates);
   for (const bench::LayerKind& k : r.kinds) {
     const std::string name = k.name + (k.layer >= 0 ? " (L" + std::to_string(k.layer) + ")" : "");
     print_step(("decode layer: " + name).c_str(), k.decode, bw, rates, std::to_string(k.experts.at(1)) + " experts");
@@ -339,6 +345,11 @@ void register_bench(CLI::App& app, CommandResult& result) {
                   "prompt tokens of the end-to-end runs (default: the sliding window + 32, past the first window)");
   cmd->add_option("--e2e-rounds", a->e2e_rounds, "interleaved rounds of the end-to-end runs (median reported)")
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--e2e-draft-head", [a](const std::string& name) { a->e2e_draft_head = parse_draft_head_format(name); },
+         "draft head of the end-to-end runs: target, fp8 or int4")
+      ->check(CLI::IsMember({"target", "fp8", "int4"}))
+      ->default_str("target");
   cmd->add_option("--bandwidth-gib", a->bandwidth_gib, "buffer of the bandwidth measurement (GiB)")
       ->capture_default_str();
   cmd->callback([a, &result] { result.exit_code = run_bench(*a); });

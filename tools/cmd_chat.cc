@@ -30,6 +30,7 @@ struct ChatArgs {
   bool thinking = false;
   int draft = 0;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
+  DraftHeadFormat draft_head = DraftHeadFormat::Target;
   float temperature = 0.0f, top_p = 1.0f;
   uint64_t seed = 0;
   BackendOptions backend;
@@ -65,7 +66,7 @@ class TurnPrinter {
 int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
-  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
+  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16, a.draft_head});
   const int draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
@@ -193,6 +194,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--system", args->system, "system prompt");
   cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows");
+  add_draft_head_option(cmd, args->draft_head);
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "longest reply in tokens (default 256)");
   cmd->add_option("--temperature", args->temperature, "0 = greedy (default)");
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");

@@ -33,6 +33,7 @@ struct GenerateArgs {
   bool json = false, ignore_eos = false;
   int draft = 0;
   int64_t mtp_vocab = 0;
+  DraftHeadFormat draft_head = DraftHeadFormat::Target;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
   BackendOptions backend;
@@ -45,7 +46,7 @@ int run_generate(const GenerateArgs& a) {
   const OutputGrammar* constrained = a.grammar.any() ? &grammar : nullptr;
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
-  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
+  auto engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16, a.draft_head});
   const ModelConfig& c = engine->config();
   const int draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
@@ -104,6 +105,7 @@ int run_generate(const GenerateArgs& a) {
     if (mask) add_mask_metrics(j, *mask);
     add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
+    if (draft > 0) j["draft_head"] = draft_head_format_name(a.draft_head);
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -137,6 +139,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--seed", args->seed, "random seed for sampling");
   cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
+  add_draft_head_option(cmd, args->draft_head);
   add_backend_options(cmd, args->backend);
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens per prefill pass (bounds memory; any size gives the same output)")

@@ -27,6 +27,7 @@ struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, draft = 0, max_sequences = 8, max_waiting = 64;
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
+  DraftHeadFormat draft_head = DraftHeadFormat::Target;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   BackendOptions backend;
 };
@@ -78,7 +79,7 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<server::Scheduler> scheduler;
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
-    engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16});
+    engine = Engine::open(a.model, {a.backend, a.draft > 0, a.mtp_vocab, 16, a.draft_head});
     const int draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
@@ -113,6 +114,7 @@ void register_serve(CLI::App& app, CommandResult& result) {
   cmd->add_option("--draft", args->draft, "default MTP draft tokens per step (0 = no speculation; requests may ask "
                                           "for their own with \"draft_tokens\")");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
+  add_draft_head_option(cmd, args->draft_head);
   cmd->add_option("--max-sequences", args->max_sequences, "requests decoded together")->capture_default_str();
   cmd->add_option("--max-waiting", args->max_waiting, "requests queued beyond those (then 503)")->capture_default_str();
   cmd->add_option("--max-context", args->max_context,

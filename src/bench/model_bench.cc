@@ -352,7 +352,7 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
       m.forward(std::span(&r, 1), mo);
       s.truncate(ctx - 1);
     });
-    f.weight_bytes = mtp_dense + m.vocab() * D * 2 + mean_bytes([&](int i) {
+    f.weight_bytes = mtp_dense + int64_t(m.head().bytes()) + mean_bytes([&](int i) {
                        const Capture cap = capture_mtp(m, s, last_stream.data(), fresh_tokens(i, 1));
                        return experts_bytes(m.weights().block.ffn, cap.experts[0]);
                      });
@@ -362,7 +362,8 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     f.format_bytes += experts_format_bytes(mw.block.ffn, captures[1][0].experts.back());  // 6 experts' bytes
     for (const WeightView* w : {&mw.e_proj, &mw.h_proj, &mw.enorm, &mw.hnorm, &mw.norm, &mw.hc_head.fn})
       f.format_bytes[w->format] += view_bytes(*w);
-    f.format_bytes[WeightFormat::BF16] += m.vocab() * D * 2 + D * 2;  // the head rows and the embedding row
+    f.format_bytes[m.head().format] += int64_t(m.head().bytes());  // the draft head's rows
+    f.format_bytes[WeightFormat::BF16] += D * 2;                      // the embedding row
     return f;
   };
   res.draft = draft_step(mtp, *mtp_seq);
@@ -374,6 +375,20 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
     res.draft_vocab = draft_step(limited, *lim_seq);
     res.mtp_vocab = o.mtp_vocab;
     say("draft step (" + std::to_string(o.mtp_vocab) + " rows): " + std::to_string(res.draft_vocab.ms) + " ms");
+  }
+  // The same step with rounded copies of the head (engine/draft_head.h).
+  for (DraftHeadFormat format : {DraftHeadFormat::Fp8, DraftHeadFormat::Int4}) {
+    if (engine.files->weights.head.format != WeightFormat::BF16 && engine.files->weights.head.format != WeightFormat::F32)
+      break;
+    DraftHead copy(engine.files->weights.head, format);
+    MtpOptions mo{0, 16};
+    mo.head = &copy.view();
+    MtpModule rounded(model, engine.files->weights.mtp[0], mo);
+    auto seq = rounded.new_sequence();
+    fill_mtp(rounded, *seq, ctx - 1, fill_streams, mtp_fill_tokens);
+    StepFigures& f = format == DraftHeadFormat::Fp8 ? res.draft_fp8 : res.draft_int4;
+    f = draft_step(rounded, *seq);
+    say(std::string("draft step (") + draft_head_format_name(format) + " head): " + std::to_string(f.ms) + " ms");
   }
   LayerKind mk;
   mk.name = "mtp_block";

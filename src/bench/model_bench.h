@@ -71,6 +71,7 @@ struct ModelBenchResult {
   std::vector<int64_t> cache_bytes, cache_bound;
   std::vector<double> cache_bytes_per_token;
   StepFigures draft, draft_vocab;          // MTP draft step: full head, and the first mtp_vocab rows
+  StepFigures draft_fp8, draft_int4;       // the draft step with an FP8 / INT4 copy of the head (empty: not BF16/F32)
   int64_t mtp_vocab = 0;
   std::vector<LayerKind> kinds;            // kinds present in the checkpoint, then the MTP block
   StepFigures decode_step;                 // this checkpoint's whole decode step (its layers + head)

@@ -5,13 +5,22 @@ namespace dsv4 {
 std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const EngineOptions& options) {
   auto e = std::make_unique<Engine>();
   e->files = ModelFiles::open(dir);
+  const bool mtp = options.load_mtp && e->files->has_mtp();
+  // The draft head's copy is read from the mapped head before the backend may move the weights.
+  if (mtp && options.draft_head != DraftHeadFormat::Target)
+    e->draft_head = std::make_unique<DraftHead>(e->files->weights.head, options.draft_head, options.mtp_vocab,
+                                                options.backend.threads);
   e->backend = make_backend(options.backend);
-  e->backend->prepare(weight_views(e->files->weights, e->files->config));
+  std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);
+  if (e->draft_head) views.push_back(&e->draft_head->view());
+  e->backend->prepare(views);
   e->target = std::make_unique<Transformer>(e->files->config, e->files->weights, *e->backend,
                                             TransformerOptions{options.max_rollback});
-  if (options.load_mtp && e->files->has_mtp()) {
-    e->mtp = std::make_unique<MtpModule>(*e->target, e->files->weights.mtp[0],
-                                         MtpOptions{options.mtp_vocab, options.max_rollback});
+  if (mtp) {
+    MtpOptions mo{options.mtp_vocab, options.max_rollback};
+    if (e->draft_head) mo.head = &e->draft_head->view();
+    mo.rescore = options.draft_rescore;
+    e->mtp = std::make_unique<MtpModule>(*e->target, e->files->weights.mtp[0], mo);
     e->proposer = std::make_unique<MtpProposer>(*e->mtp);
   }
   return e;

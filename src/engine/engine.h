@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backend/backends.h"
+#include "engine/draft_head.h"
 #include "model/model_files.h"
 #include "model/mtp.h"
 #include "model/transformer.h"
@@ -17,12 +18,15 @@ struct EngineOptions {
   bool load_mtp = true;            // false: no draft proposer even if the checkpoint has one
   int64_t mtp_vocab = 0;           // draft LM head limited to the first N rows (0 = full)
   int64_t max_rollback = 16;       // longest rollback (>= draft tokens + 1)
+  DraftHeadFormat draft_head = DraftHeadFormat::Target;  // the draft head: the target's, or a copy (draft_head.h)
+  int64_t draft_rescore = 64;      // with a copy: logits per draft row recomputed exactly (model/head_rescore.h)
 };
 
 struct Engine {
   std::unique_ptr<ModelFiles> files;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Transformer> target;
+  std::unique_ptr<DraftHead> draft_head;  // the MTP's rounded copy of the head (null: it uses the target's)
   std::unique_ptr<MtpModule> mtp;        // null when absent or not wanted
   std::unique_ptr<MtpProposer> proposer;
 

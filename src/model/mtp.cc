@@ -9,7 +9,14 @@ MtpModule::MtpModule(const Transformer& target, const MtpWeights& weights, MtpOp
       pools_(target.backend()), geometry_{cache_geometry_for(c_, 0)}, block_(weights.block, c_, "mtp", 0),
       head_view_(target.weights().head) {
   DSV4_CHECK(weights.block.compress_ratio == 0, "MTP block must be window-only (compress ratio 0)");
-  if (options_.vocab_limit > 0) {
+  if (options_.head) {  // a copy of the head's first rows (DraftHead): same columns, no more rows
+    DSV4_CHECK(options_.head->cols == head_view_.cols && options_.head->rows <= head_view_.rows &&
+                   (options_.vocab_limit == 0 || options_.head->rows == options_.vocab_limit),
+               "mtp draft head '", options_.head->name(), "' [", options_.head->rows, ", ", options_.head->cols,
+               "] does not fit the head [", head_view_.rows, ", ", head_view_.cols, "] (vocab limit ",
+               options_.vocab_limit, ")");
+    head_view_ = *options_.head;
+  } else if (options_.vocab_limit > 0) {
     DSV4_CHECK(options_.vocab_limit <= head_view_.rows, "mtp vocab limit ", options_.vocab_limit,
                " exceeds the vocabulary (", head_view_.rows, ")");
     head_view_.rows = options_.vocab_limit;  // rows are contiguous: a prefix of the same mapping
@@ -91,7 +98,9 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
 
   out.vocab = head_view_.rows;
   out.hidden_width = width;
-  target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp");
+  HeadRescore rescore;
+  if (options_.head) rescore = {&target_.weights().head, options_.rescore};
+  target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp", rescore);
   out.streams = x;  // (the workspace keeps it until the next pass)
   out.backend = &p.be;
   p.commit_sequences();

@@ -20,6 +20,12 @@ namespace dsv4 {
 struct MtpOptions {
   int64_t vocab_limit = 0;    // draft LM head over the first N vocabulary rows only (0 = all)
   int64_t max_rollback = 16;
+  // The draft LM head when not the target's: a copy of its first rows in another format (the
+  // engine's DraftHead; must outlive the module). Null: the target's head (vocab_limit rows).
+  const WeightView* head = nullptr;
+  // With a copied head: each draft row's `rescore` largest logits are recomputed with the target's
+  // exact head rows (model/head_rescore.h), so that greedy drafts are the target head's.
+  int64_t rescore = 64;
 };
 
 class MtpModule {
@@ -55,6 +61,7 @@ class MtpModule {
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
 
   int64_t vocab() const { return head_view_.rows; }        // the draft head's rows
+  const WeightView& head() const { return head_view_; }     // the draft head
   int64_t target_vocab() const { return c_.vocab_size; }
   Backend& backend() const { return target_.backend(); }
   int64_t hidden_width() const { return c_.hc_mult * c_.hidden_size; }
@@ -74,7 +81,7 @@ class MtpModule {
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   Block block_;
-  WeightView head_view_;   // the target's head, possibly limited to the first rows
+  WeightView head_view_;   // the draft head: the target's (possibly limited to the first rows) or options.head
 };
 
 }  // namespace dsv4

@@ -36,20 +36,26 @@ std::vector<float> Transformer::Output::hidden_host() const {
   return host;
 }
 
-void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
-                       const WeightView& head, Tensor& logits, const std::string& scope) const {
+Tensor Transformer::head_input(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
+                               const std::string& scope) const {
   const int64_t n = streams.dim(0), D = config_.hidden_size;
   Tensor y = p.alloc({n, D});
   p.be.hc_head(streams, hc, float(config_.hc_eps), float(config_.rms_norm_eps), y);
   p.trace(scope, "hc_head_y", y);
   p.be.rms_norm(y, norm, float(config_.rms_norm_eps), y);
   p.trace(scope, "normed", y);
+  return y;
+}
+
+void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
+                       const WeightView& head, Tensor& logits, const std::string& scope) const {
+  const Tensor y = head_input(p, streams, hc, norm, scope);
   p.be.linear(y, head, logits, {ActQuant::None, /*round_bf16=*/false});
 }
 
 void Transformer::head_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
                             const WeightView& norm, const WeightView& head_w, std::vector<float>& host,
-                            const std::string& scope) const {
+                            const std::string& scope, const HeadRescore& rescore) const {
   const int64_t m = int64_t(rows.size()), n = x.dim(0);
   host.resize(size_t(m * head_w.rows));
   if (m == 0) return;
@@ -58,9 +64,11 @@ void Transformer::head_rows(Pass& p, const Tensor& x, std::span<const int64_t> r
     selected = p.alloc({m, x.dim(1), x.dim(2)});
     p.be.gather_rows(x, rows, selected);
   }
+  const Tensor y = head_input(p, selected, hc, norm, scope);
   Tensor logits = p.alloc({m, head_w.rows});
-  head(p, selected, hc, norm, head_w, logits, scope);
+  p.be.linear(y, head_w, logits, {ActQuant::None, /*round_bf16=*/false});
   p.be.to_host(logits, host.data());
+  if (rescore.enabled()) rescore_top_logits(p, y, rescore, head_w.rows, host);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/head_rescore.h"
 
 namespace dsv4 {
 
@@ -52,10 +53,15 @@ class Transformer {
   // The MTP module calls it with its own hc_head and norm (and possibly fewer head rows).
   void head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
             const WeightView& head, Tensor& logits, const std::string& scope) const;
+  // The head's input: hc_head → norm, y [N, D].
+  Tensor head_input(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
+                    const std::string& scope) const;
   // head() on rows `rows` of x [N, hc, D] only, logits copied to `host` ([rows, head.rows]).
+  // With `rescore`, `head` is a rounded copy and each row's largest logits are computed again with
+  // the exact head's rows (model/head_rescore.h).
   void head_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
                  const WeightView& norm, const WeightView& head, std::vector<float>& host,
-                 const std::string& scope) const;
+                 const std::string& scope, const HeadRescore& rescore = {}) const;
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

@@ -102,6 +102,20 @@ TEST(GenerateCommand, JsonOutputPlainAndSpeculative) {
     EXPECT_TRUE(j3.contains(key)) << key;
   EXPECT_EQ(j3["acceptance_by_position"].size(), 3u);
   EXPECT_GT(j3["drafted"].get<int64_t>(), 0);
+  EXPECT_EQ(j3["draft_head"], "target");
+  // Drafting with a rounded copy of the (limited) head, rescored: the same tokens and drafts.
+  for (const char* format : {"fp8", "int4"}) {
+    auto copy = test::run_cli(base + " --draft 3 --mtp-vocab 512 --draft-head " + format);
+    ASSERT_EQ(copy.exit_code, 0) << copy.out;
+    auto jc = nlohmann::json::parse(copy.out);
+    EXPECT_EQ(jc["tokens"], j0["tokens"]) << format;
+    EXPECT_EQ(jc["draft_head"], format);
+    EXPECT_EQ(jc["drafted"], j3["drafted"]) << format;
+    EXPECT_EQ(jc["accepted"], j3["accepted"]) << format;
+  }
+  auto bad = test::run_cli(base + " --draft 3 --draft-head fp16");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("int4"), std::string::npos) << bad.out;
 }
 
 TEST(GenerateCommand, PromptTokensFromAFileOrStandardInput) {

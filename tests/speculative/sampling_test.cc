@@ -236,6 +236,29 @@ TEST(SpeculativeSampling, JointDistributionThroughDraftDepthThreeIsTheTargets) {
   EXPECT_LT(p_wrong, 1e-5) << "the test cannot tell a biased rejection at depth >= 2 from the right one";
 }
 
+// A rounded draft head changes q (the drafts' distribution), never what is emitted: the
+// rejection test corrects by the q each draft was drawn from. The int4 copy moves q most.
+TEST(SpeculativeSampling, JointDistributionWithAnInt4DraftHeadIsTheTargets) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16, DraftHeadFormat::Int4});
+  ASSERT_EQ(engine->mtp->head().format, WeightFormat::INT4);
+  const std::vector<int32_t> prompt = test::random_prompt(4, engine->config().vocab_size, 91);
+  const SamplingParams sp{2.0f, 3, 1.0f, 2000};
+  const auto exact = exact_joint(*engine, prompt, sp, 4);
+  const int64_t n = 4000;
+  DecodeMetrics m;
+  const auto spec = sample_paths(*engine, engine->proposer.get(), prompt, sp, 3, n, m);
+  int64_t cells = 0;
+  const double p = goodness_of_fit_p_value(exact, spec, n, &cells);
+  std::printf("int4 draft head, k=3: %lld cells; accepted at depth 1: %lld/%lld, 3: %lld/%lld; p-value %.4f\n",
+              (long long)cells, (long long)m.accepted_at.at(0), (long long)m.drafted_at.at(0),
+              (long long)m.accepted_at.at(2), (long long)m.drafted_at.at(2), p);
+  EXPECT_GT(p, 1e-3);
+  EXPECT_GT(cells, 20);
+  EXPECT_GT(m.drafted_at.at(2), n / 2);
+  EXPECT_GT(m.accepted_at.at(1), n / 5);
+  EXPECT_GT(m.partial_steps, n / 10);
+}
+
 TEST(SpeculativeSampling, SameSeedSameStreamAloneOrInABatch) {
   auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
   const int64_t V = engine->config().vocab_size;

@@ -1,0 +1,119 @@
+#include "engine/draft_head.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "checkpoint/weight_quantizer.h"
+#include "core/error.h"
+#include "core/number_formats.h"
+#include "core/thread_pool.h"
+
+namespace dsv4 {
+namespace {
+
+constexpr int64_t kTile = kFp8Block;  // FP8: rows and columns of one scale tile
+
+// Rows [r0, r1) of the head as f32 values.
+void rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out) {
+  const int64_t n = (r1 - r0) * head.cols;
+  if (head.format == WeightFormat::F32) {
+    std::memcpy(out, head.data + r0 * head.cols * 4, size_t(n) * 4);
+    return;
+  }
+  const uint8_t* src = head.data + r0 * head.cols * 2;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    out[i] = bf16_to_f32(h);
+  }
+}
+
+// One row of INT4: codes packed two per byte (low nibble = even column), BF16 scales per group.
+void int4_row(const float* x, int64_t cols, uint8_t* packed, uint8_t* scales) {
+  for (int64_t g = 0; g < cols / kInt4Group; ++g) {
+    const float* v = x + g * kInt4Group;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < kInt4Group; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const uint16_t s = f32_to_bf16(amax > 0.0f ? amax / 7.0f : 1.0f);
+    std::memcpy(scales + 2 * g, &s, 2);
+    const float inv = 1.0f / bf16_to_f32(s);
+    uint8_t* out = packed + g * kInt4Group / 2;
+    for (int64_t i = 0; i < kInt4Group; i += 2) {
+      const int q0 = int(std::clamp(std::nearbyint(v[i] * inv), -8.0f, 7.0f)) + 8;
+      const int q1 = int(std::clamp(std::nearbyint(v[i + 1] * inv), -8.0f, 7.0f)) + 8;
+      out[i / 2] = uint8_t(q0 | (q1 << 4));
+    }
+  }
+}
+
+}  // namespace
+
+const char* draft_head_format_name(DraftHeadFormat f) {
+  switch (f) {
+    case DraftHeadFormat::Target: return "target";
+    case DraftHeadFormat::Fp8: return "fp8";
+    case DraftHeadFormat::Int4: return "int4";
+  }
+  return "?";
+}
+
+DraftHeadFormat parse_draft_head_format(const std::string& name) {
+  for (DraftHeadFormat f : {DraftHeadFormat::Target, DraftHeadFormat::Fp8, DraftHeadFormat::Int4})
+    if (name == draft_head_format_name(f)) return f;
+  throw Error(cat("unknown draft head format '", name, "' (choose target|fp8|int4)"));
+}
+
+DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t rows, int threads) : format_(format) {
+  DSV4_CHECK(format != DraftHeadFormat::Target, "draft head: a copy needs a format (fp8 or int4)");
+  DSV4_CHECK(head.present() && (head.format == WeightFormat::BF16 || head.format == WeightFormat::F32),
+             "draft head: a ", draft_head_format_name(format), " copy is made from a BF16 or F32 head; '",
+             head.name(), "' is ", head.present() ? weight_format_name(head.format) : "unbound");
+  if (rows == 0) rows = head.rows;
+  DSV4_CHECK(rows > 0 && rows <= head.rows, "draft head: ", rows, " rows of '", head.name(), "' (", head.rows, ")");
+  const int64_t cols = head.cols;
+  view_.rows = rows;
+  view_.cols = cols;
+  view_.label = format == DraftHeadFormat::Fp8 ? "draft head (fp8 copy of the head)" : "draft head (int4 copy of the head)";
+  ThreadPool pool(threads);
+
+  if (format == DraftHeadFormat::Fp8) {
+    view_.format = WeightFormat::FP8;
+    const int64_t stripes = (rows + kTile - 1) / kTile, tiles = (cols + kTile - 1) / kTile;
+    codes_.resize(size_t(rows * cols));
+    scales_.resize(size_t(stripes * tiles));
+    std::vector<std::vector<float>> buffers(size_t(pool.size()));
+    pool.run(stripes, [&](int64_t s, int worker) {
+      const int64_t r0 = s * kTile, r1 = std::min(rows, r0 + kTile);
+      std::vector<float>& x = buffers[size_t(worker)];
+      x.resize(size_t(kTile * cols));
+      rows_to_f32(head, r0, r1, x.data());
+      quantize_fp8_stripe(x.data(), r1 - r0, cols, codes_.data() + r0 * cols, scales_.data() + s * tiles);
+    });
+    view_.scale_cols = tiles;
+  } else {
+    DSV4_CHECK(cols % kInt4Group == 0, "draft head: int4 needs columns in groups of ", kInt4Group, "; '",
+               head.name(), "' has ", cols);
+    view_.format = WeightFormat::INT4;
+    const int64_t groups = cols / kInt4Group;
+    codes_.resize(size_t(rows * cols / 2));
+    scales_.resize(size_t(rows * groups * 2));
+    std::vector<std::vector<float>> buffers(size_t(pool.size()));
+    constexpr int64_t kRowsPerTask = 64;
+    pool.run((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int worker) {
+      const int64_t r0 = t * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
+      std::vector<float>& x = buffers[size_t(worker)];
+      x.resize(size_t(kRowsPerTask * cols));
+      rows_to_f32(head, r0, r1, x.data());
+      for (int64_t r = r0; r < r1; ++r)
+        int4_row(x.data() + (r - r0) * cols, cols, codes_.data() + r * cols / 2, scales_.data() + r * groups * 2);
+    });
+    view_.scale_cols = groups;
+  }
+  view_.data = codes_.data();
+  view_.scale = scales_.data();
+  DSV4_CHECK(view_.bytes() == codes_.size() + scales_.size(), "draft head: ", view_.bytes(), " bytes described, ",
+             codes_.size() + scales_.size(), " held");
+}
+
+}  // namespace dsv4

@@ -1,0 +1,51 @@
+// The draft head: the LM head the MTP proposer picks its drafts with, either the target's
+// own or a lower-precision copy of it.
+//
+// Why a copy may round: a draft only has to name the token the target will choose. What is
+// emitted never depends on it — greedy verification keeps the target's tokens, and sampled
+// verification corrects by the draft's own distribution q, whatever q is — so a rounded head
+// can only change how often drafts are accepted. It cuts what drafting reads: each draft reads
+// the whole head for one row (V4-Flash: 129,280 × 4096, 1.06 GB of BF16, 80% of a draft
+// step's bytes), FP8 halves that, INT4 quarters it.
+//
+//   target  the target's head as stored (no copy)
+//   fp8     e4m3 codes + one power-of-two scale per 128×128 tile (the checkpoints' FP8 layout)
+//   int4    4-bit codes, value (q − 8) × a BF16 scale per 128 inputs of a row, scale = amax / 7
+//           rounded to BF16 (W4A16, round to nearest)
+//
+// A copy is made once when the engine opens (owned here; it costs its bytes in memory:
+// fp8 0.53 GB, int4 0.27 GB for V4-Flash) and covers only the rows the draft head uses.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/weight_view.h"
+
+namespace dsv4 {
+
+enum class DraftHeadFormat : uint8_t { Target, Fp8, Int4 };
+
+const char* draft_head_format_name(DraftHeadFormat f);
+// "target" | "fp8" | "int4"; throws Error naming the choices otherwise.
+DraftHeadFormat parse_draft_head_format(const std::string& name);
+
+class DraftHead {
+ public:
+  // A copy of the first `rows` rows of `head` (BF16 or F32, any rows ≤ head.rows; 0 = all) in
+  // `format` (not Target), quantized on `threads` threads (0 = all cores).
+  DraftHead(const WeightView& head, DraftHeadFormat format, int64_t rows = 0, int threads = 0);
+  DraftHead(const DraftHead&) = delete;
+  DraftHead& operator=(const DraftHead&) = delete;
+
+  const WeightView& view() const { return view_; }
+  WeightView& view() { return view_; }  // for Backend::prepare (which may move it)
+  DraftHeadFormat format() const { return format_; }
+
+ private:
+  DraftHeadFormat format_;
+  std::vector<uint8_t> codes_, scales_;
+  WeightView view_;
+};
+
+}  // namespace dsv4
