@@ -20,6 +20,7 @@ for the converter, numpy (Debian: python3-numpy).
 usage: peer_compare.py --dsv4 build/dsv4 --llama-bin LLAMA/build/bin --converter convert_v4_gguf.py
                        --gguf-py LLAMA/gguf-py --model CKPT [--spec-model CKPT] --work DIR
                        [--pairs 5] [--threads 2] [--figures decode,prefill512,...] [--json OUT]
+                       [--dsv4-args '--draft-head int4']
 """
 import argparse
 import glob
@@ -105,7 +106,7 @@ class Runner:
     def ours(self, model, prompt_file, new_tokens, draft=0):
         cmd = [self.a.dsv4, "generate", "--model", model, "--prompt-tokens-file", prompt_file,
                "--max-new-tokens", str(new_tokens), "--ignore-eos", "--threads", self.t, "--json",
-               "--draft", str(draft)]
+               "--draft", str(draft)] + self.a.dsv4_args.split()
         rc, out, err, rss = timed(cmd)
         if rc != 0:
             return {"error": f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}", "rss_mb": rss}
@@ -160,6 +161,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--figures", default="decode,prefill512,prefill4096,ctx4096,ctx16384,spec1,spec2,spec3")
     ap.add_argument("--json", help="write all runs and summaries here")
+    ap.add_argument("--dsv4-args", default="", help="extra arguments of our generate runs (e.g. '--draft-head int4')")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     r = Runner(a)
@@ -229,7 +231,8 @@ def main():
         }
 
     fmt = lambda v, f="{:.2f}": "—" if v is None else f.format(v)
-    print(f"threads {a.threads}; {a.pairs} interleaved pairs per figure; medians")
+    print(f"threads {a.threads}; {a.pairs} interleaved pairs per figure; medians"
+          + (f"; ours with {a.dsv4_args}" if a.dsv4_args else ""))
     print(f"{'figure':<12} {'metric':<18} {'ours':>9} {'llama.cpp':>10} {'ratio':>7} {'acc ours':>9} {'acc peer':>9}"
           f" {'RSS ours MB':>12} {'RSS peer MB':>12}")
     for fig, s in results.items():

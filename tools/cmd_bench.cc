@@ -139,7 +139,14 @@ int run_bench(const BenchArgs& a) {
   for (const bench::LayerKind& k : r.kinds)
     if (k.layer < 0) mtp_block = &k;
   DSV4_CHECK(mtp_block, "bench: the MTP block was not measured");
-  const bench::SpeedupModel sm_own = bench::model_speedup(r, own_pattern, r.draft.ms, {}, ks);
+  // The end-to-end runs draft with --e2e-draft-head: the models at their acceptance use that head's step.
+  const bench::StepFigures& e2e_draft = a.e2e_draft_head == DraftHeadFormat::Fp8 && !r.draft_fp8.rep_ms.empty()
+                                            ? r.draft_fp8
+                                        : a.e2e_draft_head == DraftHeadFormat::Int4 && !r.draft_int4.rep_ms.empty()
+                                            ? r.draft_int4
+                                            : r.draft;
+  const bench::SpeedupModel sm_own = bench::model_speedup(r, own_pattern, e2e_draft.ms, {}, ks);
+  const bench::SpeedupModel sm_e2e = bench::model_speedup(r, pattern, e2e_draft.ms, alphas, ks);
   struct AtAcceptance {
     bench::MeasuredSpeedup own, full, full_vocab;
   };
@@ -148,7 +155,7 @@ int run_bench(const BenchArgs& a) {
     const int k = e2e[i].k;
     if (k == 0) continue;
     at[i].own = bench::speedup_at_acceptance(sm_own, *mtp_block, k, e2e[i].acceptance_by_position);
-    at[i].full = bench::speedup_at_acceptance(sm, *mtp_block, k, e2e[i].acceptance_by_position);
+    at[i].full = bench::speedup_at_acceptance(sm_e2e, *mtp_block, k, e2e[i].acceptance_by_position);
     if (r.mtp_vocab > 0)
       at[i].full_vocab = bench::speedup_at_acceptance(sm_vocab, *mtp_block, k, e2e[i].acceptance_by_position);
   }
@@ -209,6 +216,8 @@ int run_bench(const BenchArgs& a) {
   };
   j["speedup_model"] = speedup_json(sm);
   if (r.mtp_vocab > 0) j["speedup_model_vocab32k"] = speedup_json(sm_vocab);
+  if (!r.draft_int4.rep_ms.empty())
+    j["speedup_model_int4_head"] = speedup_json(bench::model_speedup(r, pattern, r.draft_int4.ms, alphas, ks));
   j["end_to_end"]["model"] = e2e_model;
   j["end_to_end"]["new_tokens"] = a.e2e_tokens;
   j["end_to_end"]["prompt_tokens"] = e2e_prompt;
@@ -304,12 +313,14 @@ int run_bench(const BenchArgs& a) {
   };
   print_model(sm, "full draft head");
   if (r.mtp_vocab > 0) print_model(sm_vocab, ("draft head of " + std::to_string(r.mtp_vocab) + " rows").c_str());
+  if (!r.draft_int4.rep_ms.empty())
+    print_model(bench::model_speedup(r, pattern, r.draft_int4.ms, alphas, ks), "int4 draft head (rescored)");
   std::printf("  (speedup = E·T_decode / (T_verify(k+1) + k·T_draft), E = (1 - a^(k+1)) / (1 - a))\n");
 
   std::printf("\n  end to end on %s (%lld prompt tokens, %lld new, greedy, median of %d interleaved rounds):\n",
               e2e_model.c_str(), (long long)e2e_prompt, (long long)a.e2e_tokens, a.e2e_rounds);
   std::printf("  %-3s %9s %8s %8s %-31s %8s   %s\n", "k", "tokens/s", "speedup", "tok/step", "acceptance by position",
-              "partial", "speedup model at this acceptance: this checkpoint / 43 layers (full head, 32k head)");
+              "partial", "speedup model at this acceptance: this checkpoint / 43 layers (the runs' draft head, 32k head)");
   for (size_t i = 0; i < e2e.size(); ++i) {
     const bench::EndToEnd& e = e2e[i];
     std::string by;

@@ -30,6 +30,14 @@ TEST(BenchCommand, JsonHasEveryFigure) {
   EXPECT_GT(j.at("mem_bandwidth_gbs").get<double>(), 0.0);
   expect_step(j.at("draft_step"), "draft_step");
   EXPECT_FALSE(j.contains("draft_step_vocab32k"));  // tiny-a's vocabulary is under 32768 rows
+  // The draft step with rounded copies of the BF16 head: the head's bytes halve, then halve again.
+  expect_step(j.at("draft_step_fp8_head"), "draft_step_fp8_head");
+  expect_step(j.at("draft_step_int4_head"), "draft_step_int4_head");
+  const int64_t full = j.at("draft_step").at("weight_bytes"), fp8 = j.at("draft_step_fp8_head").at("weight_bytes"),
+                int4 = j.at("draft_step_int4_head").at("weight_bytes");
+  EXPECT_LT(fp8, full);
+  EXPECT_LT(int4, fp8);
+  EXPECT_TRUE(j.contains("speedup_model_int4_head"));
   for (const char* kind : {"window", "csa", "hca", "mtp_block", "head", "checkpoint"})
     expect_step(j.at("decode_step").at(kind), std::string("decode_step.") + kind);
   for (const char* kind : {"window", "csa", "hca", "mtp_block", "head"})
