@@ -110,7 +110,7 @@ void block_values(const float* p0, const float* p1, const float* kv, int64_t d, 
 
 void CpuBackend::sparse_attention(const Tensor& q, std::span<const AttentionRow> rows, const Tensor* selected,
                                   const WeightView& sink, float softmax_scale, Tensor& out) {
-  ScopedOp op_scope(profile_.get(), "sparse_attention");
+  ScopedOp op_scope(profile_.get(), "sparse_attention", int64_t(rows.size()));
   const int64_t n = int64_t(rows.size()), H = q.dim(1), d = q.dim(2);
   DSV4_CHECK(q.dim(0) == n && sink.cols == H, "sparse_attention: q ", q.shape_string(), " vs ", n, " rows, ",
              sink.cols, " sinks");

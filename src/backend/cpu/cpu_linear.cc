@@ -60,7 +60,8 @@ int64_t CpuBackend::prompt_split(const WeightView& w, int64_t n) const {
 }
 
 void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) {
-  ScopedOp op_scope(profile_.get(), "linear");
+  // (an LM head's product apart from the layers')
+  ScopedOp op_scope(profile_.get(), w.rows >= 65536 ? "linear >=64k outputs" : "linear", x.rows());
   const int64_t n = x.rows(), K = x.cols();
   DSV4_CHECK(K == w.cols, "linear '", w.name(), "': input has ", K, " features, weight expects ", w.cols);
   DSV4_CHECK(y.rows() == n && y.cols() == w.rows, "linear '", w.name(), "': output ", y.shape_string(),
@@ -80,7 +81,7 @@ void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearO
 
 void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                                 LinearOptions opt) {
-  ScopedOp op_scope(profile_.get(), "grouped_linear");
+  ScopedOp op_scope(profile_.get(), "grouped_linear", x.rows());
   const int64_t n = x.rows();
   DSV4_CHECK(x.cols() == groups * w.cols, "grouped linear '", w.name(), "': input has ", x.cols(),
              " features, expected ", groups, " groups of ", w.cols);

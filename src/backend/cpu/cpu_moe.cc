@@ -72,7 +72,7 @@ void CpuBackend::moe_route(const Tensor& logits, const RouteParams& p, Tensor& w
 
 void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tensor& indices,
                              std::span<const ExpertWeights> experts, float limit, Tensor& routed) {
-  ScopedOp op_scope(profile_.get(), "moe_experts");
+  ScopedOp op_scope(profile_.get(), "moe_experts", x.rows());
   const int64_t n = x.rows(), D = x.cols(), k = indices.cols(), E = int64_t(experts.size()), S = n * k;
   const int32_t* idx = indices.i32();
   // Slots (row, j) grouped by expert, ascending expert id (a counting sort): slot_at_[p] is
