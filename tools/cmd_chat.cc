@@ -30,7 +30,7 @@ struct ChatArgs {
   bool thinking = false;
   int draft = 0;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
-  DraftHeadFormat draft_head = DraftHeadFormat::Target;
+  DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   float temperature = 0.0f, top_p = 1.0f;
   uint64_t seed = 0;
   BackendOptions backend;

@@ -33,7 +33,7 @@ struct GenerateArgs {
   bool json = false, ignore_eos = false;
   int draft = 0;
   int64_t mtp_vocab = 0;
-  DraftHeadFormat draft_head = DraftHeadFormat::Target;
+  DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
   BackendOptions backend;
@@ -105,7 +105,7 @@ int run_generate(const GenerateArgs& a) {
     if (mask) add_mask_metrics(j, *mask);
     add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
-    if (draft > 0) j["draft_head"] = draft_head_format_name(a.draft_head);
+    if (draft > 0) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

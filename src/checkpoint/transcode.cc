@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/safetensors_writer.h"
+#include "checkpoint/weight_quantizer.h"
 #include "core/error.h"
 #include "core/number_formats.h"
 #include "io/config.h"
@@ -133,29 +134,15 @@ float fp4_to_nvfp4_scales(const ScaledWeight& w, std::vector<uint8_t>& scales) {
   return std::ldexp(1.0f, smax - 127 - 8);
 }
 
-// INT4 (W4A16) of a weight's values, per group of 128 inputs of a row: scale = bf16(amax / 7),
-// q = clamp(round(v / scale), -8, 7) + 8 packed 8 per int32, lowest bits first (= two per byte,
-// low nibble first, little-endian).
+// INT4 (W4A16) of a weight's values (quantize_int4_rows), packed 8 per int32, lowest bits first
+// (= two per byte, low nibble first, little-endian).
 void push_int4(std::vector<OutputTensor>& out, const std::string& prefix, const ScaledWeight& w) {
   auto scales = std::make_shared<std::vector<uint8_t>>();
   out.push_back({{prefix + ".weight_packed", DType::I32, {w.rows, w.cols / 8}}, [w, scales] {
                    const std::vector<float> v = w.values();
                    std::vector<uint8_t> packed(size_t(w.rows * w.cols / 2), 0);
                    scales->assign(size_t(w.rows * (w.cols / kInt4Group) * 2), 0);
-                   for (int64_t r = 0; r < w.rows; ++r)
-                     for (int64_t g = 0; g < w.cols / kInt4Group; ++g) {
-                       const float* x = v.data() + r * w.cols + g * kInt4Group;
-                       float amax = 0.0f;
-                       for (int i = 0; i < kInt4Group; ++i) amax = std::max(amax, std::fabs(x[i]));
-                       const float scale = amax > 0.0f ? round_bf16(amax / 7.0f) : 1.0f;
-                       const uint16_t h = f32_to_bf16(scale);
-                       std::memcpy(scales->data() + (r * (w.cols / kInt4Group) + g) * 2, &h, 2);
-                       for (int i = 0; i < kInt4Group; ++i) {
-                         const int q = int(std::clamp(std::nearbyint(x[i] / scale), -8.0f, 7.0f)) + 8;
-                         const int64_t c = g * kInt4Group + i;
-                         packed[size_t((r * w.cols + c) / 2)] |= uint8_t(q << (c % 2 ? 4 : 0));
-                       }
-                     }
+                   quantize_int4_rows(v.data(), w.rows, w.cols, packed.data(), scales->data());
                    return packed;
                  }});
   out.push_back({{prefix + ".weight_scale", DType::BF16, {w.rows, w.cols / kInt4Group}}, [scales] { return *scales; }});

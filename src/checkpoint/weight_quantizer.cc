@@ -144,6 +144,25 @@ void quantize_fp8_stripe_fixed(const float* x, int64_t rows, int64_t cols, int s
   }
 }
 
+void quantize_int4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
+  const int64_t groups = cols / kInt4Group;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* v = x + r * cols + g * kInt4Group;
+      float amax = 0.0f;
+      for (int64_t i = 0; i < kInt4Group; ++i) amax = std::max(amax, std::fabs(v[i]));
+      const uint16_t h = f32_to_bf16(amax > 0.0f ? amax / 7.0f : 1.0f);
+      std::memcpy(scales + (r * groups + g) * 2, &h, 2);
+      const float scale = bf16_to_f32(h);
+      uint8_t* out = packed + (r * cols + g * kInt4Group) / 2;
+      for (int64_t i = 0; i < kInt4Group; i += 2) {
+        const int q0 = int(std::clamp(std::nearbyint(v[i] / scale), -8.0f, 7.0f)) + 8;
+        const int q1 = int(std::clamp(std::nearbyint(v[i + 1] / scale), -8.0f, 7.0f)) + 8;
+        out[i / 2] = uint8_t(q0 | (q1 << 4));
+      }
+    }
+}
+
 void quantize_fp4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
   static_assert(kFp4Block == 32, "one block = four AVX2 vectors");
   const int64_t blocks = cols / kFp4Block;

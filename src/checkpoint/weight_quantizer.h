@@ -1,6 +1,6 @@
 // Weight quantization exactly as the released checkpoints store weights: FP8 e4m3 codes
 // with one power-of-two E8M0 scale per 128x128 tile, and FP4 e2m1 codes with one scale per
-// 32 inputs of a row. The scale of a block is 2^ceil(log2(amax / max_code)), so that every
+// 32 inputs of a row (and INT4 with BF16 scales, below). The scale of a block is 2^ceil(log2(amax / max_code)), so that every
 // code lies within the format's range and the largest one of the block is above half of it;
 // an all-zero block gets the scale 2^0. Codes are x / scale rounded to nearest, ties to even.
 //
@@ -25,6 +25,12 @@ void quantize_fp8_stripe_fixed(const float* x, int64_t rows, int64_t cols, int s
 // FP4 for whole rows (cols % 32 == 0): x [rows, cols] -> packed [rows, cols / 2]
 // (low nibble = even column) and scales [rows, cols / 32].
 void quantize_fp4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales);
+
+// INT4 (W4A16) for whole rows (cols % 128 == 0), per group of 128 inputs of a row: scale =
+// bf16(amax / 7) (1 for an all-zero group), q = clamp(round(v / scale), -8, 7) + 8. x [rows, cols]
+// -> packed [rows, cols / 2] (low nibble = even column) and BF16 scales [rows, cols / 128]
+// (little-endian): the compressed-tensors W4A16 layout, and the int4 draft head's.
+void quantize_int4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales);
 
 // bf16 of n values (2n bytes, little-endian), round to nearest even, as f32_to_bf16.
 void encode_bf16(const float* x, int64_t n, uint8_t* out);

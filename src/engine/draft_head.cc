@@ -29,24 +29,6 @@ void rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out) {
   }
 }
 
-// One row of INT4: codes packed two per byte (low nibble = even column), BF16 scales per group.
-void int4_row(const float* x, int64_t cols, uint8_t* packed, uint8_t* scales) {
-  for (int64_t g = 0; g < cols / kInt4Group; ++g) {
-    const float* v = x + g * kInt4Group;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < kInt4Group; ++i) amax = std::max(amax, std::fabs(v[i]));
-    const uint16_t s = f32_to_bf16(amax > 0.0f ? amax / 7.0f : 1.0f);
-    std::memcpy(scales + 2 * g, &s, 2);
-    const float inv = 1.0f / bf16_to_f32(s);
-    uint8_t* out = packed + g * kInt4Group / 2;
-    for (int64_t i = 0; i < kInt4Group; i += 2) {
-      const int q0 = int(std::clamp(std::nearbyint(v[i] * inv), -8.0f, 7.0f)) + 8;
-      const int q1 = int(std::clamp(std::nearbyint(v[i + 1] * inv), -8.0f, 7.0f)) + 8;
-      out[i / 2] = uint8_t(q0 | (q1 << 4));
-    }
-  }
-}
-
 }  // namespace
 
 const char* draft_head_format_name(DraftHeadFormat f) {
@@ -54,18 +36,27 @@ const char* draft_head_format_name(DraftHeadFormat f) {
     case DraftHeadFormat::Target: return "target";
     case DraftHeadFormat::Fp8: return "fp8";
     case DraftHeadFormat::Int4: return "int4";
+    case DraftHeadFormat::Auto: return "auto";
   }
   return "?";
 }
 
 DraftHeadFormat parse_draft_head_format(const std::string& name) {
-  for (DraftHeadFormat f : {DraftHeadFormat::Target, DraftHeadFormat::Fp8, DraftHeadFormat::Int4})
+  for (DraftHeadFormat f : {DraftHeadFormat::Target, DraftHeadFormat::Fp8, DraftHeadFormat::Int4, DraftHeadFormat::Auto})
     if (name == draft_head_format_name(f)) return f;
-  throw Error(cat("unknown draft head format '", name, "' (choose target|fp8|int4)"));
+  throw Error(cat("unknown draft head format '", name, "' (choose target|fp8|int4|auto)"));
+}
+
+DraftHeadFormat resolve_draft_head_format(DraftHeadFormat f, const WeightView& head) {
+  if (f != DraftHeadFormat::Auto) return f;
+  const bool copyable = head.present() && (head.format == WeightFormat::BF16 || head.format == WeightFormat::F32) &&
+                        head.cols % kInt4Group == 0;
+  return copyable ? DraftHeadFormat::Int4 : DraftHeadFormat::Target;
 }
 
 DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t rows, int threads) : format_(format) {
-  DSV4_CHECK(format != DraftHeadFormat::Target, "draft head: a copy needs a format (fp8 or int4)");
+  DSV4_CHECK(format == DraftHeadFormat::Fp8 || format == DraftHeadFormat::Int4,
+             "draft head: a copy needs a format (fp8 or int4), not ", draft_head_format_name(format));
   DSV4_CHECK(head.present() && (head.format == WeightFormat::BF16 || head.format == WeightFormat::F32),
              "draft head: a ", draft_head_format_name(format), " copy is made from a BF16 or F32 head; '",
              head.name(), "' is ", head.present() ? weight_format_name(head.format) : "unbound");
@@ -105,8 +96,7 @@ DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t row
       std::vector<float>& x = buffers[size_t(worker)];
       x.resize(size_t(kRowsPerTask * cols));
       rows_to_f32(head, r0, r1, x.data());
-      for (int64_t r = r0; r < r1; ++r)
-        int4_row(x.data() + (r - r0) * cols, cols, codes_.data() + r * cols / 2, scales_.data() + r * groups * 2);
+      quantize_int4_rows(x.data(), r1 - r0, cols, codes_.data() + r0 * cols / 2, scales_.data() + r0 * groups * 2);
     });
     view_.scale_cols = groups;
   }

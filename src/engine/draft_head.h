@@ -12,6 +12,8 @@
 //   fp8     e4m3 codes + one power-of-two scale per 128×128 tile (the checkpoints' FP8 layout)
 //   int4    4-bit codes, value (q − 8) × a BF16 scale per 128 inputs of a row, scale = amax / 7
 //           rounded to BF16 (W4A16, round to nearest)
+//   auto    int4 where the head allows a copy (BF16 or F32, columns in groups of 128), else target:
+//           the command line's default (the library's is target)
 //
 // A copy is made once when the engine opens (owned here; it costs its bytes in memory:
 // fp8 0.53 GB, int4 0.27 GB for V4-Flash) and covers only the rows the draft head uses.
@@ -24,11 +26,13 @@
 
 namespace dsv4 {
 
-enum class DraftHeadFormat : uint8_t { Target, Fp8, Int4 };
+enum class DraftHeadFormat : uint8_t { Target, Fp8, Int4, Auto };
 
 const char* draft_head_format_name(DraftHeadFormat f);
-// "target" | "fp8" | "int4"; throws Error naming the choices otherwise.
+// "target" | "fp8" | "int4" | "auto"; throws Error naming the choices otherwise.
 DraftHeadFormat parse_draft_head_format(const std::string& name);
+// The format a copy of `head` is made in for `f`: Auto resolved (int4 or target), others as they are.
+DraftHeadFormat resolve_draft_head_format(DraftHeadFormat f, const WeightView& head);
 
 class DraftHead {
  public:

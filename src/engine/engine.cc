@@ -7,8 +7,9 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
   e->files = ModelFiles::open(dir);
   const bool mtp = options.load_mtp && e->files->has_mtp();
   // The draft head's copy is read from the mapped head before the backend may move the weights.
-  if (mtp && options.draft_head != DraftHeadFormat::Target)
-    e->draft_head = std::make_unique<DraftHead>(e->files->weights.head, options.draft_head, options.mtp_vocab,
+  const DraftHeadFormat head_format = resolve_draft_head_format(options.draft_head, e->files->weights.head);
+  if (mtp && head_format != DraftHeadFormat::Target)
+    e->draft_head = std::make_unique<DraftHead>(e->files->weights.head, head_format, options.mtp_vocab,
                                                 options.backend.threads);
   e->backend = make_backend(options.backend);
   std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);

@@ -31,6 +31,8 @@ struct Engine {
   std::unique_ptr<MtpProposer> proposer;
 
   const ModelConfig& config() const { return files->config; }
+  // The head the MTP drafts with (Auto resolved): the copy's format, else Target.
+  DraftHeadFormat draft_head_format() const { return draft_head ? draft_head->format() : DraftHeadFormat::Target; }
   static std::unique_ptr<Engine> open(const std::filesystem::path& dir, const EngineOptions& options = {});
 };
 

@@ -7,12 +7,12 @@
 
 namespace dsv4 {
 
-void top_k_indices(const float* v, int64_t n, int64_t k, std::vector<int64_t>& out) {
+void top_k_indices(const float* v, int64_t n, int64_t k, std::vector<int64_t>& out,
+                   std::vector<std::pair<float, int64_t>>& heap) {
   // A min-heap of the k best so far: most entries fail the one comparison with its smallest.
   out.clear();
+  heap.clear();
   if (k <= 0) return;
-  std::vector<std::pair<float, int64_t>> heap;
-  heap.reserve(size_t(k));
   int64_t i = 0;
   for (; i < n && int64_t(heap.size()) < k; ++i)
     if (v[i] == v[i]) heap.emplace_back(v[i], i);
@@ -35,10 +35,14 @@ void rescore_top_logits(Pass& p, const Tensor& y, const HeadRescore& rescore, in
              "' [", w.rows, ", ", w.cols, "]");
   const int64_t m = y.dim(0), top = std::min(rescore.top, vocab);
   const int64_t row_bytes = w.cols * (w.format == WeightFormat::BF16 ? 2 : 4);
-  std::vector<int64_t> picked(size_t(m * top)), row_top;
+  HeadRescoreScratch own;
+  HeadRescoreScratch& s = rescore.scratch ? *rescore.scratch : own;
+  std::vector<int64_t>& picked = s.picked;
+  std::vector<int64_t>& row_top = s.row_top;
+  picked.resize(size_t(m * top));
   Tensor exact = p.alloc({m * top, 1});
   for (int64_t i = 0; i < m; ++i) {
-    top_k_indices(logits.data() + i * vocab, vocab, top, row_top);
+    top_k_indices(logits.data() + i * vocab, vocab, top, row_top, s.heap);
     row_top.resize(size_t(top), row_top.empty() ? 0 : row_top[0]);  // (fewer only when the row has NaNs)
     const Tensor yi = y.slice(i, i + 1);
     for (int64_t j = 0; j < top; ++j) {
@@ -51,7 +55,8 @@ void rescore_top_logits(Pass& p, const Tensor& y, const HeadRescore& rescore, in
       p.be.linear(yi, row, out, {ActQuant::None, /*round_bf16=*/false});
     }
   }
-  std::vector<float> values(size_t(m * top));
+  std::vector<float>& values = s.values;
+  values.resize(size_t(m * top));
   p.be.to_host(exact, values.data());
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < top; ++j)

@@ -99,7 +99,7 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   out.vocab = head_view_.rows;
   out.hidden_width = width;
   HeadRescore rescore;
-  if (options_.head) rescore = {&target_.weights().head, options_.rescore};
+  if (options_.head) rescore = {&target_.weights().head, options_.rescore, &rescore_scratch_};
   target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp", rescore);
   out.streams = x;  // (the workspace keeps it until the next pass)
   out.backend = &p.be;

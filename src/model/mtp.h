@@ -78,6 +78,7 @@ class MtpModule {
   const MtpWeights& w_;
   MtpOptions options_;
   Workspace workspace_;
+  HeadRescoreScratch rescore_scratch_;
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   Block block_;

@@ -117,7 +117,21 @@ TEST(DraftHead, RefusesWhatItCannotCopyNamingTheTensor) {
     EXPECT_NE(std::string(e.what()).find("test.head"), std::string::npos) << e.what();
   }
   EXPECT_EQ(parse_draft_head_format("fp8"), DraftHeadFormat::Fp8);
+  EXPECT_EQ(parse_draft_head_format("auto"), DraftHeadFormat::Auto);
   EXPECT_THROW(parse_draft_head_format("fp16"), Error);
+  EXPECT_THROW(DraftHead(h.view, DraftHeadFormat::Auto), Error);  // resolved before a copy is made
+}
+
+// auto: int4 wherever a copy can be made, the target's own head elsewhere; explicit choices stay.
+TEST(DraftHead, AutoIsInt4WhereTheHeadAllowsACopy) {
+  const Bf16Head whole = random_head(8, 256, 4), ragged = random_head(8, 200, 5);
+  EXPECT_EQ(resolve_draft_head_format(DraftHeadFormat::Auto, whole.view), DraftHeadFormat::Int4);
+  EXPECT_EQ(resolve_draft_head_format(DraftHeadFormat::Auto, ragged.view), DraftHeadFormat::Target);
+  WeightView fp8 = whole.view;
+  fp8.format = WeightFormat::FP8;
+  EXPECT_EQ(resolve_draft_head_format(DraftHeadFormat::Auto, fp8), DraftHeadFormat::Target);
+  for (DraftHeadFormat f : {DraftHeadFormat::Target, DraftHeadFormat::Fp8, DraftHeadFormat::Int4})
+    EXPECT_EQ(resolve_draft_head_format(f, ragged.view), f);
 }
 
 TEST(HeadRescore, TopKIndicesAreTheLargestSkippingNaNs) {

@@ -181,6 +181,27 @@ std::map<std::vector<int32_t>, int64_t> sample_paths(Engine& engine, DraftPropos
   return counts;
 }
 
+struct JointFit {
+  double p = 0;       // chi-square p-value of the sampled paths against the exact joint
+  int64_t cells = 0;  // cells of the test
+  DecodeMetrics m;    // what the runs drafted and accepted
+};
+
+// n sequences sampled with k = 3 against the exact joint distribution of their first four
+// tokens; prints what ran and the p-value under `label`.
+JointFit fit_at_depth_three(Engine& engine, DraftProposer* proposer, const std::vector<int32_t>& prompt,
+                            const SamplingParams& sp, const std::map<std::vector<int32_t>, double>& exact, int64_t n,
+                            const char* label) {
+  JointFit f;
+  const auto spec = sample_paths(engine, proposer, prompt, sp, 3, n, f.m);
+  f.p = goodness_of_fit_p_value(exact, spec, n, &f.cells);
+  std::printf("%s: %lld paths of 4 tokens, %lld cells; drafted/accepted at depth 1: %lld/%lld, 2: %lld/%lld, "
+              "3: %lld/%lld; chi-square p-value %.4g\n", label, (long long)exact.size(), (long long)f.cells,
+              (long long)f.m.drafted_at.at(0), (long long)f.m.accepted_at.at(0), (long long)f.m.drafted_at.at(1),
+              (long long)f.m.accepted_at.at(1), (long long)f.m.drafted_at.at(2), (long long)f.m.accepted_at.at(2), f.p);
+  return f;
+}
+
 // A proposer that reports, for drafts 2..k, the distribution of draft 1 instead of the one
 // each was drawn from: the rejection test at depth >= 2 then uses the wrong q.
 class WrongDepthProbabilities final : public DraftProposer {
@@ -210,30 +231,20 @@ TEST(SpeculativeSampling, JointDistributionThroughDraftDepthThreeIsTheTargets) {
   const auto exact = exact_joint(*engine, prompt, sp, 4);
   const int64_t n = 6000;
 
-  DecodeMetrics m;
-  const auto spec = sample_paths(*engine, engine->proposer.get(), prompt, sp, 3, n, m);
-  int64_t cells = 0;
-  const double p_spec = goodness_of_fit_p_value(exact, spec, n, &cells);
-  std::printf("k=3: %lld paths of 4 tokens, %lld cells; drafted/accepted at depth 1: %lld/%lld, 2: %lld/%lld, "
-              "3: %lld/%lld; chi-square p-value %.4f\n", (long long)exact.size(), (long long)cells,
-              (long long)m.drafted_at.at(0), (long long)m.accepted_at.at(0), (long long)m.drafted_at.at(1),
-              (long long)m.accepted_at.at(1), (long long)m.drafted_at.at(2), (long long)m.accepted_at.at(2), p_spec);
-  EXPECT_GT(p_spec, 1e-3);
-  EXPECT_GT(cells, 20);
+  const JointFit f = fit_at_depth_three(*engine, engine->proposer.get(), prompt, sp, exact, n, "k=3");
+  EXPECT_GT(f.p, 1e-3);
+  EXPECT_GT(f.cells, 20);
   // The path under test ran: most sequences verified drafts at depths 2 and 3, and many
   // were accepted there; many steps were partial.
-  EXPECT_GT(m.drafted_at.at(2), n / 2);
-  EXPECT_GT(m.accepted_at.at(1), n / 4);
-  EXPECT_GT(m.accepted_at.at(2), n / 8);
-  EXPECT_GT(m.partial_steps, n / 10);
+  EXPECT_GT(f.m.drafted_at.at(2), n / 2);
+  EXPECT_GT(f.m.accepted_at.at(1), n / 4);
+  EXPECT_GT(f.m.accepted_at.at(2), n / 8);
+  EXPECT_GT(f.m.partial_steps, n / 10);
 
   // Power: the same test catches a rejection at depth >= 2 that uses the wrong q.
   WrongDepthProbabilities biased(*engine->proposer);
-  DecodeMetrics mb;
-  const auto wrong = sample_paths(*engine, &biased, prompt, sp, 3, n / 2, mb);
-  const double p_wrong = goodness_of_fit_p_value(exact, wrong, n / 2, &cells);
-  std::printf("wrong q at depth >= 2: chi-square p-value %.3g\n", p_wrong);
-  EXPECT_LT(p_wrong, 1e-5) << "the test cannot tell a biased rejection at depth >= 2 from the right one";
+  const JointFit wrong = fit_at_depth_three(*engine, &biased, prompt, sp, exact, n / 2, "wrong q at depth >= 2");
+  EXPECT_LT(wrong.p, 1e-5) << "the test cannot tell a biased rejection at depth >= 2 from the right one";
 }
 
 // A rounded draft head changes q (the drafts' distribution), never what is emitted: the
@@ -245,18 +256,12 @@ TEST(SpeculativeSampling, JointDistributionWithAnInt4DraftHeadIsTheTargets) {
   const SamplingParams sp{2.0f, 3, 1.0f, 2000};
   const auto exact = exact_joint(*engine, prompt, sp, 4);
   const int64_t n = 4000;
-  DecodeMetrics m;
-  const auto spec = sample_paths(*engine, engine->proposer.get(), prompt, sp, 3, n, m);
-  int64_t cells = 0;
-  const double p = goodness_of_fit_p_value(exact, spec, n, &cells);
-  std::printf("int4 draft head, k=3: %lld cells; accepted at depth 1: %lld/%lld, 3: %lld/%lld; p-value %.4f\n",
-              (long long)cells, (long long)m.accepted_at.at(0), (long long)m.drafted_at.at(0),
-              (long long)m.accepted_at.at(2), (long long)m.drafted_at.at(2), p);
-  EXPECT_GT(p, 1e-3);
-  EXPECT_GT(cells, 20);
-  EXPECT_GT(m.drafted_at.at(2), n / 2);
-  EXPECT_GT(m.accepted_at.at(1), n / 5);
-  EXPECT_GT(m.partial_steps, n / 10);
+  const JointFit f = fit_at_depth_three(*engine, engine->proposer.get(), prompt, sp, exact, n, "int4 draft head, k=3");
+  EXPECT_GT(f.p, 1e-3);
+  EXPECT_GT(f.cells, 20);
+  EXPECT_GT(f.m.drafted_at.at(2), n / 2);
+  EXPECT_GT(f.m.accepted_at.at(1), n / 5);
+  EXPECT_GT(f.m.partial_steps, n / 10);
 }
 
 TEST(SpeculativeSampling, SameSeedSameStreamAloneOrInABatch) {
