@@ -83,14 +83,19 @@ void permute_rows(Layout layout, const float* src, int64_t lds, int64_t n, int64
       for (int p = 0; p < group; ++p) dst[r * k + g + p] = src[r * lds + g + perm[p]];
 }
 
-// Source position of bf16 layout slot p within its group of 64.
+// The bf16 layouts' group sizes, and the source position of slot p within its group.
+int bf16_group(Layout layout) { return layout == Layout::Bf16Quad128 ? 128 : 64; }
 int bf16_source(Layout layout, int p) {
+  if (layout == Layout::Bf16Natural) return p;
+  if (layout == Layout::Bf16Quad128) return 4 * (p % 32) + p / 32;
   if (layout == Layout::Bf16PairSplit64) return p < 32 ? 2 * p : 2 * (p - 32) + 1;
   const int half = p / 32, q = p % 32;  // Bf16Unpack64
   return 16 * (q / 8) + 8 * half + q % 8;
 }
 
-bool is_bf16(Layout l) { return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64; }
+bool is_bf16(Layout l) {
+  return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64 || l == Layout::Bf16Quad128;
+}
 
 }  // namespace
 
@@ -123,21 +128,22 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
   if (is_bf16(kernel.layout)) {
     const int64_t ld = k + 64;
     uint16_t* xb = xb_.get(size_t(n * ld));
-    int perm[64];
-    for (int p = 0; p < 64; ++p) perm[p] = kernel.layout == Layout::Bf16Natural ? p : bf16_source(kernel.layout, p);
+    const int group = bf16_group(kernel.layout);
+    int perm[128];
+    for (int p = 0; p < group; ++p) perm[p] = bf16_source(kernel.layout, p);
     const bool fold = kernel.fold_scales && in.sx;
-    DSV4_CHECK(!fold || k % 64 == 0, "folded activation scales: ", k, " inputs are not a multiple of 64");
+    DSV4_CHECK(!fold || k % group == 0, "folded activation scales: ", k, " inputs are not a multiple of ", group);
     for (int64_t r = 0; r < n; ++r) {
       const float* sr = src + r * lds;
       uint16_t* d = xb + r * ld;
       int64_t g = 0;
       if (fold) {  // x · s per 128 inputs: exact (s is a power of two), one bf16 operand per product
         const float* sxr = in.sx + r * in.ldsx;
-        for (; g < k; g += 64)
-          for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]] * sxr[(g + perm[p]) / kFp8Block]);
+        for (; g < k; g += group)
+          for (int p = 0; p < group; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]] * sxr[(g + perm[p]) / kFp8Block]);
       }
-      for (; g + 64 <= k; g += 64)
-        for (int p = 0; p < 64; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]]);
+      for (; g + group <= k; g += group)
+        for (int p = 0; p < group; ++p) d[g + p] = f32_to_bf16(sr[g + perm[p]]);
       for (; g < k; ++g) d[g] = f32_to_bf16(sr[g]);  // (kernels need whole groups; tails stay natural)
     }
     if (fold) {

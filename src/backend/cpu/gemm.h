@@ -37,9 +37,11 @@ enum class Layout : uint8_t {
   PairSplit32,  // f32, per 32 inputs: the 16 even ones, then the 16 odd ones (FP4 nibble pairs, bf16 pairs)
   // bf16 activations (rounded to nearest; the model's are bf16 values already) for vdpbf16ps kernels:
   Bf16Natural,     // in order (BF16 weights: pairs of neighbours)
-  Bf16PairSplit64, // per 64 inputs: the 32 even ones, then the 32 odd ones (FP4 via vpermw)
+  Bf16PairSplit64, // per 64 inputs: the 32 even ones, then the 32 odd ones (FP4 for the AMX tiles)
   Bf16Unpack64,    // per 64 inputs: 0-7,16-23,32-39,48-55, then 8-15,24-31,40-47,56-63
                    // (FP8 via byte lookups whose results unpack within 128-bit lanes)
+  Bf16Quad128,     // per 128 inputs: 0,4,..,124, then 1,5,..,125, then 2,6,.. and 3,7,..
+                   // (4-bit codes looked up from whole 16-bit words and their shifts)
 };
 
 struct PreparedInput {

@@ -100,20 +100,28 @@ struct Fp8 {
   }
 };
 
-// The 4-bit formats (FP4, NVFP4, INT4; see four_bit_shift): 32 bytes widen to 32 words; vpermw
-// on the low nibble (the table is repeated, so the high nibble's low bit does not matter) gives
-// the even columns, on the shifted word the odd ones (activations Bf16PairSplit64). Lane i of a
-// 64-column step holds columns 4i..4i+3: FP4 blocks cover 8 lanes, NVFP4 blocks 4, INT4 all 16.
+// The 4-bit formats (FP4, NVFP4, INT4; see four_bit_shift), 128 columns (64 bytes) per step and
+// nothing widened: the 64 bytes, read as 32 words, index vpermw as they are (it reads 5 index
+// bits; the table holds the 16 codes' bf16 values twice, so the fifth bit does not matter), and
+// the words shifted right by 4, 8 and 12 give each word's other three nibbles. Word t holds
+// columns 4t..4t+3, so the four vectors hold columns 4t, 4t+1, 4t+2 and 4t+3 (the activations'
+// Bf16Quad128 order), and lane i of their four dot products sums columns 8i..8i+7, which lie in
+// one block in every format (FP4: lanes 4b..4b+3 make block b, NVFP4: 2b and 2b+1, INT4: all 16).
+// Each lane is then multiplied by its block's weight scale and added to the output's total; the
+// activation scales come folded into the activations (fold_scales: powers of two, exact).
+// Per 128 weights: 3 shifts, 4 lookups and 1 scale permute per output, 4 dot products and 1 FMA
+// per output and row (the 64-column form needed twice the permutes: ~1.5x the time per weight).
 template <WeightFormat kF>
 struct FourBit {
   static constexpr int kMaxRows = 4;
   static constexpr int kShift = four_bit_shift(kF);
+  static constexpr int kBlocksPerStep = 128 >> kShift;  // FP4 4, NVFP4 8, INT4 1
   static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols, blocks = K >> kShift;
-    // bf16 of the sixteen codes' values, twice (vpermw reads 5 index bits): e2m1 (0, .5, 1, 1.5,
-    // 2, 3, 4, 6 and their negatives) or INT4 (q − 8).
+    // bf16 of the sixteen codes' values, twice: e2m1 (0, .5, 1, 1.5, 2, 3, 4, 6 and their
+    // negatives) or INT4 (q − 8).
     const __m512i table =
         kF == WeightFormat::INT4
             ? _mm512_setr_epi32(int32_t(0xC0E0C100), int32_t(0xC0A0C0C0), int32_t(0xC040C080), int32_t(0xBF80C000),
@@ -125,8 +133,7 @@ struct FourBit {
                                 0x40404000, 0x40C04080, int32_t(0xBF008000), int32_t(0xBFC0BF80), int32_t(0xC040C000),
                                 int32_t(0xC0C0C080));
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i act_of_block = _mm512_srli_epi32(iota, 7 - kShift);  // block i → activation block
-    const __m512i lane_col = _mm512_slli_epi32(iota, 2);                 // lane i → its first column
+    const __m512i lane_block = _mm512_srli_epi32(iota, kShift - 3);  // lane i → its block within the step
     const uint8_t* wr[F];
     const uint8_t* sr[F];
     for (int f = 0; f < F; ++f) {
@@ -134,44 +141,36 @@ struct FourBit {
       sr[f] = w.scale + (m + f) * w.scale_cols * four_bit_scale_bytes(kF);
     }
     const uint16_t* xr[R];
-    const float* sxr[R];
-    for (int r = 0; r < R; ++r) {
-      xr[r] = in.xb + (r0 + r) * in.ldx;
-      sxr[r] = in.sx + (r0 + r) * in.ldsx;
-    }
+    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
     __m512 tot[F][R];
     for (int f = 0; f < F; ++f)
       for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
-    alignas(64) float sv[F][R][16];  // block multipliers s_w · s_x of 16 blocks
-    for (int64_t g = 0; g < blocks; g += 16) {
+    for (int64_t g = 0; g < blocks; g += 16) {  // 16 blocks' scales at a time
       const int nb = blocks - g < 16 ? int(blocks - g) : 16;
-      const int acts = ((nb << kShift) + 127) / 128;  // activation blocks the 16 cover
-      const __mmask16 bmask = __mmask16((1u << nb) - 1), amask = __mmask16((1u << acts) - 1);
-      for (int f = 0; f < F; ++f) {
-        const __m512 swv = four_bit_scales16<kF>(w, sr[f], g, bmask);
-        for (int r = 0; r < R; ++r) {
-          const __m512 sxv =
-              _mm512_permutexvar_ps(act_of_block, _mm512_maskz_loadu_ps(amask, sxr[r] + (g << kShift) / 128));
-          _mm512_store_ps(sv[f][r], _mm512_mul_ps(swv, sxv));
-        }
-      }
-      const int64_t c0 = g << kShift, cols = int64_t(nb) << kShift;
-      for (int64_t j = 0; j < cols; j += 64) {  // 64 columns (32 bytes) per step
-        const int64_t b = (c0 + j) / 32;        // the step's first 32-column group
-        const __m512i block_of_lane = _mm512_srli_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(j)), lane_col), kShift);
-#pragma GCC unroll 8
+      __m512 sw[F];
+      for (int f = 0; f < F; ++f) sw[f] = four_bit_scales16<kF>(w, sr[f], g, __mmask16((1u << nb) - 1));
+      const int64_t s0 = (g << kShift) / 128, s1 = s0 + nb / kBlocksPerStep;
+      for (int64_t s = s0; s < s1; ++s) {
+        const __m512i which = _mm512_add_epi32(lane_block, _mm512_set1_epi32(int(s - s0) * kBlocksPerStep));
+        const uint16_t* x[R];
+        for (int r = 0; r < R; ++r) x[r] = xr[r] + s * 128;
+#pragma GCC unroll 4
         for (int f = 0; f < F; ++f) {
-          if ((b & 3) == 0) prefetch_line(wr[f] + kPrefetchTiles * F * (K / 2) + b * 16);
-          const __m512i codes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[f] + b * 16)));
-          const __m512i we = _mm512_permutexvar_epi16(codes, table);
-          const __m512i wo = _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4), table);
+          const uint8_t* p = wr[f] + s * 64;
+          prefetch_line(p + kPrefetchTiles * F * (K / 2));
+          const __m512i c = _mm512_loadu_si512(p);
+          const __m512i w0 = _mm512_permutexvar_epi16(c, table);
+          const __m512i w1 = _mm512_permutexvar_epi16(_mm512_srli_epi16(c, 4), table);
+          const __m512i w2 = _mm512_permutexvar_epi16(_mm512_srli_epi16(c, 8), table);
+          const __m512i w3 = _mm512_permutexvar_epi16(_mm512_srli_epi16(c, 12), table);
+          const __m512 scale = _mm512_permutexvar_ps(which, sw[f]);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
-            const uint16_t* x = xr[r] + b * 32;
-            const __m512 blk = dot(dot(_mm512_setzero_ps(), _mm512_loadu_si512(x), we), _mm512_loadu_si512(x + 32), wo);
-            const __m512 s = kShift >= 7 ? _mm512_set1_ps(sv[f][r][j >> kShift])
-                                         : _mm512_permutexvar_ps(block_of_lane, _mm512_load_ps(sv[f][r]));
-            tot[f][r] = _mm512_fmadd_ps(blk, s, tot[f][r]);
+            __m512 blk = dot(_mm512_setzero_ps(), _mm512_loadu_si512(x[r]), w0);
+            blk = dot(blk, _mm512_loadu_si512(x[r] + 32), w1);
+            blk = dot(blk, _mm512_loadu_si512(x[r] + 64), w2);
+            blk = dot(blk, _mm512_loadu_si512(x[r] + 96), w3);
+            tot[f][r] = _mm512_fmadd_ps(blk, scale, tot[f][r]);
           }
         }
       }
@@ -290,8 +289,8 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
     case WeightFormat::NVFP4:
     case WeightFormat::INT4:  // (INT4's activations, bf16 values in the model, are exact in bf16)
       if (four_bit_fits(w)) {
-        k.layout = Layout::Bf16PairSplit64;
-        k.wants_scales = true;
+        k.layout = Layout::Bf16Quad128;
+        k.fold_scales = true;
         k.rows = w.format == WeightFormat::FP4     ? drive<FourBit<WeightFormat::FP4>>
                  : w.format == WeightFormat::NVFP4 ? drive<FourBit<WeightFormat::NVFP4>>
                                                    : drive<FourBit<WeightFormat::INT4>>;
