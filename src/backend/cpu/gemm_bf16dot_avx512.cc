@@ -75,22 +75,24 @@ struct Fp8 {
     for (int f = 0; f < F; ++f)
       for (int r = 0; r < R; ++r) acc[f][r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < KB; ++b) {
-      __m512i xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_si512(xr[r] + b * 128 + 32 * c);
-#pragma GCC unroll 8
-      for (int f = 0; f < F; ++f) {
-        const uint8_t* p = wr[f] + b * 128;
-        prefetch_line(p + kPrefetchTiles * F * K);
-        prefetch_line(p + kPrefetchTiles * F * K + 64);
+      // Half a block at a time: 2R activation vectors stay in registers beside the F·R
+      // accumulators and the four lookup tables (a whole block's 4R spill at R = 4). Each
+      // accumulator still takes its products in column order.
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < 2; ++h) {
+        __m512i xv[R][2];
+        for (int r = 0; r < R; ++r)
+          for (int c = 0; c < 2; ++c) xv[r][c] = _mm512_loadu_si512(xr[r] + b * 128 + 64 * h + 32 * c);
+#pragma GCC unroll 8
+        for (int f = 0; f < F; ++f) {
+          const uint8_t* p = wr[f] + b * 128 + 64 * h;
+          prefetch_line(p + kPrefetchTiles * F * K);
           __m512i w0, w1;
-          fp8.decode64(p + 64 * h, w0, w1);
+          fp8.decode64(p, w0, w1);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
-            acc[f][r] = dot(acc[f][r], xv[r][2 * h], w0);
-            acc[f][r] = dot(acc[f][r], xv[r][2 * h + 1], w1);
+            acc[f][r] = dot(acc[f][r], xv[r][0], w0);
+            acc[f][r] = dot(acc[f][r], xv[r][1], w1);
           }
         }
       }
