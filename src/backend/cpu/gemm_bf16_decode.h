@@ -53,7 +53,8 @@ class Fp8Decoder {
 };
 
 // The bf16 words of the 16 e2m1 codes (0, .5, 1, 1.5, 2, 3, 4, 6, then their negatives), twice:
-// words 0-15 serve the first block of a 64-column step, words 16-31 the second.
+// words 0-15 serve the first block of a 64-column step, words 16-31 the second (Fp4Row; the
+// vdpbf16ps FourBit kernel reads it as one table whose fifth index bit does not matter).
 inline __m512i fp4_table() {
   return _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
                            int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080), 0x3F000000, 0x3FC03F80,

@@ -122,18 +122,14 @@ struct FourBit {
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols, blocks = K >> kShift;
-    // bf16 of the sixteen codes' values, twice: e2m1 (0, .5, 1, 1.5, 2, 3, 4, 6 and their
-    // negatives) or INT4 (q − 8).
+    // bf16 of the sixteen codes' values, twice: e2m1 (fp4_table) or INT4 (q − 8).
     const __m512i table =
         kF == WeightFormat::INT4
             ? _mm512_setr_epi32(int32_t(0xC0E0C100), int32_t(0xC0A0C0C0), int32_t(0xC040C080), int32_t(0xBF80C000),
                                 0x3F800000, 0x40404000, 0x40A04080, 0x40E040C0, int32_t(0xC0E0C100),
                                 int32_t(0xC0A0C0C0), int32_t(0xC040C080), int32_t(0xBF80C000), 0x3F800000, 0x40404000,
                                 0x40A04080, 0x40E040C0)
-            : _mm512_setr_epi32(0x3F000000, 0x3FC03F80, 0x40404000, 0x40C04080, int32_t(0xBF008000),
-                                int32_t(0xBFC0BF80), int32_t(0xC040C000), int32_t(0xC0C0C080), 0x3F000000, 0x3FC03F80,
-                                0x40404000, 0x40C04080, int32_t(0xBF008000), int32_t(0xBFC0BF80), int32_t(0xC040C000),
-                                int32_t(0xC0C0C080));
+            : fp4_table();
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i lane_block = _mm512_srli_epi32(iota, kShift - 3);  // lane i → its block within the step
     const uint8_t* wr[F];
