@@ -41,7 +41,8 @@ void fill_scales(uint8_t* p, size_t n, WeightFormat f) {
         p[j] = b[j % 4];
         break;
       }
-      case WeightFormat::INT4: p[j] = j % 2 ? 0x3C : uint8_t(j % 7 * 16); break;  // bf16 ≈ 2^-7
+      case WeightFormat::INT4:
+      case WeightFormat::INT2: p[j] = j % 2 ? 0x3C : uint8_t(j % 7 * 16); break;  // bf16 ≈ 2^-7
       default: p[j] = uint8_t(119 + (j % 7)); break;                             // E8M0
     }
   }
@@ -100,6 +101,9 @@ int main(int argc, char** argv) {
       {"fp8f shared w1   [2048 x 4096]", WeightFormat::FP8F, 2048, 4096, true},
       {"bf16 compressor  [1024 x 4096]", WeightFormat::BF16, 1024, 4096, false},
       {"bf16 head      [129280 x 4096]", WeightFormat::BF16, 129280, 4096, false},
+      {"int4 draft head [129280 x 4096]", WeightFormat::INT4, 129280, 4096, false},
+      {"int2 draft head [129280 x 4096]", WeightFormat::INT2, 129280, 4096, false},
+      {"int2 head slice  [2048 x 4096]", WeightFormat::INT2, 2048, 4096, false},
       {"f32  hc_fn      [24 x 16384]", WeightFormat::F32, 24, 16384, false},
   };
   std::printf("%-36s %6s %10s %9s %8s\n", "kernel", "rows", "us/call", "GB/s", "of bw");

@@ -12,7 +12,7 @@ namespace dsv4::cli {
 // `requested`, or 0 (with one line on stderr naming the checkpoint) when it has no MTP module.
 int effective_draft(const Engine& engine, int requested, const std::string& command);
 
-// --draft-head target|fp8|int4: the LM head the MTP drafts with (engine/draft_head.h).
+// --draft-head target|fp8|int4|int2|auto: the LM head the MTP drafts with (engine/draft_head.h).
 void add_draft_head_option(CLI::App* cmd, DraftHeadFormat& format);
 
 }  // namespace dsv4::cli

@@ -97,6 +97,10 @@ class Backend : public DeviceMemory {
   virtual void set_prompt_rows(int64_t rows) { (void)rows; }
 
   // ---- dense math
+  // Whether linear() multiplies weights encoded and shaped as `w` (its bytes are not read) with a
+  // kernel made for them rather than a generic scalar path: an optional encoding, such as the
+  // draft head's INT2 copy, is worth choosing only then.
+  virtual bool has_kernel_for(const WeightView& w) const { (void)w; return false; }
   // y[n, m] = sum_k x[n, k] w[m, k]
   virtual void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt = {}) = 0;
   // Grouped low-rank output: x [N, G·K] split into G groups, group g times rows [g·M/G, (g+1)·M/G) of w.

@@ -8,7 +8,7 @@ const WeightFormatTraits& weight_format_traits(WeightFormat f) {
   static constexpr WeightFormatTraits kF32{"F32", 32, 0, 0}, kBf16{"BF16", 16, 0, 0},
       kFp8{"FP8", 8, kFp8Block, kFp8Block}, kFp4{"FP4", 4, 1, kFp4Block}, kI64{"I64", 64, 0, 0}, kI32{"I32", 32, 0, 0},
       kNvfp4{"NVFP4", 4, 1, kNvfp4Block}, kFp8f{"FP8F", 8, kFp8Block, kFp8Block, 4},
-      kInt4{"INT4", 4, 1, kInt4Group, 2};
+      kInt4{"INT4", 4, 1, kInt4Group, 2}, kInt2{"INT2", 2, 1, kInt2Group, 2};
   switch (f) {
     case WeightFormat::F32: return kF32;
     case WeightFormat::BF16: return kBf16;
@@ -19,6 +19,7 @@ const WeightFormatTraits& weight_format_traits(WeightFormat f) {
     case WeightFormat::NVFP4: return kNvfp4;
     case WeightFormat::FP8F: return kFp8f;
     case WeightFormat::INT4: return kInt4;
+    case WeightFormat::INT2: return kInt2;
   }
   return kF32;
 }

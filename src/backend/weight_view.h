@@ -26,14 +26,16 @@ enum class WeightFormat : uint8_t {
           // weight_scale, transformers' weight_scale_inv)
   INT4,   // compressed-tensors W4A16: 4-bit q packed 8 per int32 lowest bits first [rows, cols/8],
           // value (q - 8) x a BF16 scale per 128 inputs of a row; activations not quantized
+  INT2,   // 2-bit q packed 4 per byte lowest bits first [rows, cols/4], value (q - 1.5) x a BF16
+          // scale per 128 inputs of a row; activations not quantized (the draft head's copy only)
 };
 
 struct WeightFormatTraits {
   const char* name;
   int bits;                 // per value of the code tensor
-  int64_t scale_block_rows;  // one scale (E8M0; E4M3 NVFP4; F32 FP8F; BF16 INT4) per [scale_block_rows,
+  int64_t scale_block_rows;  // one scale (E8M0; E4M3 NVFP4; F32 FP8F; BF16 INT4/INT2) per [scale_block_rows,
   int64_t scale_block_cols;  // scale_block_cols] block; 0 = the format has no scales
-  int scale_bytes = 1;       // per scale (FP8F: 4, an F32; INT4: 2, a BF16)
+  int scale_bytes = 1;       // per scale (FP8F: 4, an F32; INT4, INT2: 2, a BF16)
   bool has_scales() const { return scale_block_rows > 0; }
 };
 const WeightFormatTraits& weight_format_traits(WeightFormat f);

@@ -124,6 +124,7 @@ void generate_chunk(const WeightJob& job, uint64_t seed, int64_t chunk, uint8_t*
     case Encoding::FP8F:
     case Encoding::INT4: throw Error(cat("make-checkpoint: '", job.name, "': ", weight_format_name(job.encoding),
                                          " is written by transcoding"));
+    case Encoding::INT2: throw Error(cat("make-checkpoint: '", job.name, "': INT2 is the draft head's copy only"));
   }
 }
 

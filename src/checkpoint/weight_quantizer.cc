@@ -163,6 +163,40 @@ void quantize_int4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* pac
     }
 }
 
+namespace {
+// The INT2 code of v for levels (q - 1.5)·s: the nearest level (boundaries at -s, 0, s).
+int int2_code(float v, float s) { return int(std::clamp(std::floor(v / s + 2.0f), 0.0f, 3.0f)); }
+}  // namespace
+
+void quantize_int2_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
+  const int64_t groups = cols / kInt2Group;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* v = x + r * cols + g * kInt2Group;
+      double ss = 0.0;
+      for (int64_t i = 0; i < kInt2Group; ++i) ss += double(v[i]) * v[i];
+      float s = float(std::sqrt(ss / kInt2Group));
+      for (int round = 0; round < 2 && s > 0.0f; ++round) {
+        double vl = 0.0, ll = 0.0;  // least squares s = Σ v·l / Σ l² for the levels l the values took
+        for (int64_t i = 0; i < kInt2Group; ++i) {
+          const double l = int2_code(v[i], s) - 1.5;
+          vl += v[i] * l;
+          ll += l * l;
+        }
+        if (vl > 0.0) s = float(vl / ll);
+      }
+      const uint16_t h = f32_to_bf16(s > 0.0f && std::isfinite(s) ? s : 1.0f);
+      std::memcpy(scales + (r * groups + g) * 2, &h, 2);
+      const float scale = bf16_to_f32(h);
+      uint8_t* out = packed + (r * cols + g * kInt2Group) / 4;
+      for (int64_t i = 0; i < kInt2Group; i += 4) {
+        int byte = 0;
+        for (int j = 0; j < 4; ++j) byte |= int2_code(v[i + j], scale) << (2 * j);
+        out[i / 4] = uint8_t(byte);
+      }
+    }
+}
+
 void quantize_fp4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
   static_assert(kFp4Block == 32, "one block = four AVX2 vectors");
   const int64_t blocks = cols / kFp4Block;

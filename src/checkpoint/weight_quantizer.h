@@ -32,6 +32,13 @@ void quantize_fp4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* pack
 // (little-endian): the compressed-tensors W4A16 layout, and the int4 draft head's.
 void quantize_int4_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales);
 
+// INT2 for whole rows (cols % 128 == 0), per group of 128 inputs of a row: the scale s of the
+// levels (q - 1.5)·s, q in 0..3, fitted to the group's values by least squares (two rounds of
+// assigning each value its nearest level and solving for s, from s = the group's RMS), then
+// rounded to BF16 (1 for an all-zero group); q = the nearest level's. x [rows, cols] -> packed
+// [rows, cols / 4] (column 4j+i in bits 2i..2i+1 of byte j) and BF16 scales [rows, cols / 128].
+void quantize_int2_rows(const float* x, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales);
+
 // bf16 of n values (2n bytes, little-endian), round to nearest even, as f32_to_bf16.
 void encode_bf16(const float* x, int64_t n, uint8_t* out);
 

@@ -88,12 +88,20 @@ constexpr int kFp8Block = 128;  // FP8 weights: one E8M0 scale per 128x128 tile
 constexpr int kFp4Block = 32;   // FP4 weights: one E8M0 scale per 32 inputs of a row
 constexpr int kNvfp4Block = 16; // NVFP4 weights: one E4M3 scale per 16 inputs of a row (times a global scale)
 constexpr int kInt4Group = 128; // INT4 weights (W4A16): one BF16 scale per 128 inputs of a row
+constexpr int kInt2Group = 128; // INT2 weights (the draft head's copy): one BF16 scale per 128 inputs of a row
 
 // INT4 (compressed-tensors pack-quantized): int32 word j of a row holds columns 8j..8j+7, column
 // 8j+i in bits 4i..4i+3; the value is (q - 8) times the group's scale.
 inline float int4_packed_at(const uint8_t* row, int64_t col) {
   const uint8_t byte = row[col / 2];  // little-endian words: bits 4i..4i+3 of word j = nibble i
   return float(int((col & 1) ? byte >> 4 : byte & 15) - 8);
+}
+
+// INT2: byte j of a row holds columns 4j..4j+3, column 4j+i in bits 2i..2i+1; the value is
+// (q - 1.5) times the group's scale (the four levels ±0.5, ±1.5: a symmetric quantizer of a
+// bell-shaped row spends no level on an exact zero).
+inline float int2_packed_at(const uint8_t* row, int64_t col) {
+  return float((row[col / 4] >> (2 * (col & 3))) & 3) - 1.5f;
 }
 
 // w: [rows, cols] e4m3 codes; scale: [ceil(rows/128), ceil(cols/128)] E8M0; out: [rows, cols]

@@ -6,12 +6,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
   auto e = std::make_unique<Engine>();
   e->files = ModelFiles::open(dir);
   const bool mtp = options.load_mtp && e->files->has_mtp();
-  // The draft head's copy is read from the mapped head before the backend may move the weights.
-  const DraftHeadFormat head_format = resolve_draft_head_format(options.draft_head, e->files->weights.head);
-  if (mtp && head_format != DraftHeadFormat::Target)
-    e->draft_head = std::make_unique<DraftHead>(e->files->weights.head, head_format, options.mtp_vocab,
-                                                options.backend.threads);
   e->backend = make_backend(options.backend);
+  // The draft head's copy is read from the mapped head before the backend may move the weights.
+  const WeightView& head = e->files->weights.head;
+  const DraftHeadFormat head_format =
+      resolve_draft_head_format(options.draft_head, head, e->backend->has_kernel_for(int2_copy_geometry(head)));
+  if (mtp && head_format != DraftHeadFormat::Target)
+    e->draft_head = std::make_unique<DraftHead>(head, head_format, options.mtp_vocab, options.backend.threads);
   std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);
   if (e->draft_head) views.push_back(&e->draft_head->view());
   e->backend->prepare(views);

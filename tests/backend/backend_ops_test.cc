@@ -69,12 +69,35 @@ TEST(BackendOps, EveryOpOfTheInterfaceIsCompared) {
   std::set<std::string> ops = virtual_functions(src + "backend/backend.h");
   for (const std::string& f : virtual_functions(src + "core/device_memory.h")) ops.insert(f);
   ASSERT_TRUE(ops.count("linear") && ops.count("allocate")) << "the declarations were not found";
-  ops.erase("name");  // not an op: it names the backend
+  ops.erase("name");            // not an op: it names the backend
+  ops.erase("has_kernel_for");  // not an op: a question about linear's kernels (BackendOps.HasKernelFor)
   std::set<std::string> compared;
   for (const auto& [op, how] : kComparedOps) compared.insert(op);
   for (const std::string& op : ops) EXPECT_TRUE(compared.count(op)) << "op '" << op << "' has no comparison test";
   for (const std::string& op : compared) EXPECT_TRUE(ops.count(op)) << "'" << op << "' is not an op of backend.h";
   EXPECT_STREQ(reference().name(), "reference");
+}
+
+// Which weights linear() multiplies with kernels of their own: none on the reference backend; on
+// the CPU every checkpoint format where a SIMD set is present, INT2 only with vdpbf16ps (and whole
+// groups of 256 columns); the weight's bytes are not read.
+TEST(BackendOps, HasKernelFor) {
+  WeightView w;
+  w.rows = 8;
+  w.cols = 512;
+  w.format = WeightFormat::BF16;
+  EXPECT_FALSE(reference().has_kernel_for(w));
+  const bool simd = cpu_features().has(CpuIsa::Avx2);
+  EXPECT_EQ(CpuBackend(1).has_kernel_for(w), simd);
+  EXPECT_FALSE(CpuBackend(1, CpuIsa::Reference).has_kernel_for(w));
+  w.format = WeightFormat::INT2;
+  w.scale_cols = 4;
+  const bool bf16dot = cpu_features().has(CpuIsa::Avx512Bf16);
+  EXPECT_EQ(CpuBackend(1).has_kernel_for(w), bf16dot);
+  EXPECT_FALSE(CpuBackend(1, CpuIsa::Avx2).has_kernel_for(w));
+  w.cols = 384;  // groups of 128, not of 256
+  w.scale_cols = 3;
+  EXPECT_FALSE(CpuBackend(1).has_kernel_for(w));
 }
 
 TEST(BackendOps, Memory) {

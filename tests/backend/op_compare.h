@@ -266,6 +266,11 @@ inline float weight_value(const WeightView& w, int64_t m, int64_t k) {
       std::memcpy(&h, w.scale + (m * w.scale_cols + k / kInt4Group) * 2, 2);
       return int4_packed_at(w.data + m * (w.cols / 2), k) * bf16_to_f32(h);
     }
+    case WeightFormat::INT2: {
+      uint16_t h;
+      std::memcpy(&h, w.scale + (m * w.scale_cols + k / kInt2Group) * 2, 2);
+      return int2_packed_at(w.data + m * (w.cols / 4), k) * bf16_to_f32(h);
+    }
     case WeightFormat::NVFP4:  // the scale product rounds as the backends round it
       return fp4_packed_at(w.data + m * (w.cols / 2), k) *
              (e4m3_to_f32(w.scale[m * w.scale_cols + k / kNvfp4Block]) * w.global_scale);

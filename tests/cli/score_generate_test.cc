@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/draft_head.h"
 #include "support/spec_support.h"
 #include "support/test_support.h"
 
@@ -102,10 +103,17 @@ TEST(GenerateCommand, JsonOutputPlainAndSpeculative) {
     EXPECT_TRUE(j3.contains(key)) << key;
   EXPECT_EQ(j3["acceptance_by_position"].size(), 3u);
   EXPECT_GT(j3["drafted"].get<int64_t>(), 0);
-  EXPECT_EQ(j3["draft_head"], "int4");  // the default, auto: this head has whole groups of 128 columns
+  // The default, auto: this head has whole groups of 256 columns, so int2 where the backend has an
+  // INT2 kernel (CPUs with vdpbf16ps), int4 elsewhere.
+  WeightView head;
+  head.format = WeightFormat::BF16;
+  head.rows = 512;
+  head.cols = 256;
+  const bool int2_kernel = test::make_test_backend()->has_kernel_for(int2_copy_geometry(head));
+  EXPECT_EQ(j3["draft_head"], int2_kernel ? "int2" : "int4");
   // Drafting with the target's head or a rounded copy of the (limited) head, rescored: the same
   // tokens and drafts.
-  for (const char* format : {"target", "fp8", "int4"}) {
+  for (const char* format : {"target", "fp8", "int4", "int2"}) {
     auto copy = test::run_cli(base + " --draft 3 --mtp-vocab 512 --draft-head " + format);
     ASSERT_EQ(copy.exit_code, 0) << copy.out;
     auto jc = nlohmann::json::parse(copy.out);

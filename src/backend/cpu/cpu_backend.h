@@ -43,6 +43,7 @@ class CpuBackend final : public Backend {
   void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) override;
 
   void set_prompt_rows(int64_t rows) override { prompt_rows_ = rows; }
+  bool has_kernel_for(const WeightView& w) const override;
   void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;
   void grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                       LinearOptions opt) override;

@@ -20,12 +20,17 @@ int64_t row_bytes(const WeightView& w) {
     case WeightFormat::NVFP4: return w.cols / 2 + w.cols / 16;
     case WeightFormat::FP8F: return w.cols + 1;
     case WeightFormat::INT4: return w.cols / 2 + w.cols / 64;
+    case WeightFormat::INT2: return w.cols / 4 + w.cols / 64;
     case WeightFormat::BF16: return 2 * w.cols;
     default: return 4 * w.cols;
   }
 }
 
 }  // namespace
+
+bool CpuBackend::has_kernel_for(const WeightView& w) const {
+  return cpu::select_gemm(isa_, w).isa != CpuIsa::Reference;
+}
 
 int64_t CpuBackend::output_chunk(const WeightView& w, int64_t rows, int64_t n) const {
   // At least ~64 KB of weights (times rows) per task, at most 4 tasks per thread (the tail

@@ -84,17 +84,21 @@ void permute_rows(Layout layout, const float* src, int64_t lds, int64_t n, int64
 }
 
 // The bf16 layouts' group sizes, and the source position of slot p within its group.
-int bf16_group(Layout layout) { return layout == Layout::Bf16Quad128 ? 128 : 64; }
+int bf16_group(Layout layout) {
+  return layout == Layout::Bf16Oct256 ? 256 : layout == Layout::Bf16Quad128 ? 128 : 64;
+}
 int bf16_source(Layout layout, int p) {
   if (layout == Layout::Bf16Natural) return p;
   if (layout == Layout::Bf16Quad128) return 4 * (p % 32) + p / 32;
+  if (layout == Layout::Bf16Oct256) return 8 * (p % 32) + p / 32;
   if (layout == Layout::Bf16PairSplit64) return p < 32 ? 2 * p : 2 * (p - 32) + 1;
   const int half = p / 32, q = p % 32;  // Bf16Unpack64
   return 16 * (q / 8) + 8 * half + q % 8;
 }
 
 bool is_bf16(Layout l) {
-  return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64 || l == Layout::Bf16Quad128;
+  return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64 || l == Layout::Bf16Quad128 ||
+         l == Layout::Bf16Oct256;
 }
 
 }  // namespace
@@ -129,7 +133,7 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
     const int64_t ld = k + 64;
     uint16_t* xb = xb_.get(size_t(n * ld));
     const int group = bf16_group(kernel.layout);
-    int perm[128];
+    int perm[256];
     for (int p = 0; p < group; ++p) perm[p] = bf16_source(kernel.layout, p);
     const bool fold = kernel.fold_scales && in.sx;
     DSV4_CHECK(!fold || k % group == 0, "folded activation scales: ", k, " inputs are not a multiple of ", group);
@@ -187,6 +191,9 @@ void decode_row(const WeightView& w, int64_t m, float* out) {
     }
     case WeightFormat::INT4:
       for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
+      break;
+    case WeightFormat::INT2:
+      for (int64_t k = 0; k < K; ++k) out[k] = int2_packed_at(w.data + m * (K / 4), k);
       break;
     case WeightFormat::FP4:
     case WeightFormat::NVFP4: {
@@ -248,7 +255,7 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           const float s = e8m0_to_f32(ws[b]) * (sx ? sx[k0 / kFp8Block] : 1.0f);
           acc += dot(x + k0, scratch + k0, kFp4Block) * s;
         }
-      } else if (w.format == WeightFormat::INT4) {  // W4A16: activations as they are
+      } else if (w.format == WeightFormat::INT4 || w.format == WeightFormat::INT2) {  // activations as they are
         const uint8_t* ws = w.scale + m * w.scale_cols * 2;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kInt4Group;

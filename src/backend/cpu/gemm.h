@@ -42,6 +42,7 @@ enum class Layout : uint8_t {
                    // (FP8 via byte lookups whose results unpack within 128-bit lanes)
   Bf16Quad128,     // per 128 inputs: 0,4,..,124, then 1,5,..,125, then 2,6,.. and 3,7,..
                    // (4-bit codes looked up from whole 16-bit words and their shifts)
+  Bf16Oct256,      // per 256 inputs: 0,8,..,248, then 1,9,..,249, ... then 7,15,..,255 (2-bit codes, likewise)
 };
 
 struct PreparedInput {

@@ -33,6 +33,7 @@ float weight_code(const WeightView& w, int64_t m, int64_t k) {
     case WeightFormat::FP4:
     case WeightFormat::NVFP4: return fp4_packed_at(w.data + m * (w.cols / 2), k);  // low nibble = even column
     case WeightFormat::INT4: return int4_packed_at(w.data + m * (w.cols / 2), k);
+    case WeightFormat::INT2: return int2_packed_at(w.data + m * (w.cols / 4), k);
     default: not_a_matrix(w);
   }
 }
@@ -59,6 +60,9 @@ void weight_codes(const WeightView& w, int64_t m, float* out) {
     case WeightFormat::INT4:
       for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
       return;
+    case WeightFormat::INT2:
+      for (int64_t k = 0; k < K; ++k) out[k] = int2_packed_at(w.data + m * (K / 4), k);
+      return;
     default: not_a_matrix(w);
   }
 }
@@ -69,7 +73,8 @@ float weight_scale(const WeightView& w, int64_t m, int64_t k) {
     case WeightFormat::FP4: return e8m0_to_f32(w.scale[m * w.scale_cols + k / kFp4Block]);
     // The E4M3 block scale times the global one, as ModelOpt and compressed-tensors define the value.
     case WeightFormat::NVFP4: return e4m3_to_f32(w.scale[m * w.scale_cols + k / kNvfp4Block]) * w.global_scale;
-    case WeightFormat::INT4: {
+    case WeightFormat::INT4:
+    case WeightFormat::INT2: {  // (both groups are 128 inputs)
       uint16_t h;
       std::memcpy(&h, w.scale + (m * w.scale_cols + k / kInt4Group) * 2, 2);
       return bf16_to_f32(h);
