@@ -123,6 +123,31 @@ void fake_quant_fp8(float* x, int64_t n, int block) {
   }
 }
 
+void quantize_int8_groups(const float* x, int64_t k, int64_t group, int8_t* q, float* scales) {
+  for (int64_t g = 0; g * group < k; ++g) {
+    const float* v = x + g * group;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const float s = amax > 0.0f && std::isfinite(amax) ? amax / 127.0f : 1.0f;
+    scales[g] = s;
+    for (int64_t i = 0; i < group; ++i) {
+      const float r = std::nearbyint(v[i] / s);
+      q[g * group + i] = r == r ? int8_t(std::clamp(r, -127.0f, 127.0f)) : int8_t(0);  // (NaN: 0)
+    }
+  }
+}
+
+float int2_w2a8_dot(const uint8_t* codes, const uint16_t* bf16_scales, const int8_t* x8, const float* x_scales,
+                    int64_t k) {
+  float acc = 0.0f;
+  for (int64_t g = 0; g * 128 < k; ++g) {
+    int32_t twice = 0;  // Σ (2q - 3)·x8: exact
+    for (int64_t c = g * 128; c < g * 128 + 128; ++c) twice += (2 * ((codes[c / 4] >> (2 * (c & 3))) & 3) - 3) * x8[c];
+    acc += (0.5f * float(twice)) * (bf16_to_f32(bf16_scales[g]) * x_scales[g]);
+  }
+  return acc;
+}
+
 void fake_quant_fp4(float* x, int64_t n, int block) {
   const float inv_max = 1.0f / kFp4Max;
   const float min_amax = kFp4Max * std::ldexp(1.0f, -126);

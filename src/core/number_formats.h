@@ -99,10 +99,20 @@ inline float int4_packed_at(const uint8_t* row, int64_t col) {
 
 // INT2: byte j of a row holds columns 4j..4j+3, column 4j+i in bits 2i..2i+1; the value is
 // (q - 1.5) times the group's scale (the four levels ±0.5, ±1.5: a symmetric quantizer of a
-// bell-shaped row spends no level on an exact zero).
+// bell-shaped row spends no level on an exact zero). INT2 products are W2A8: the activations are
+// quantized to int8 per group of 128 (quantize_int8_groups) and each group's sum
+// Σ (q - 1.5)·x8, exact in integers, is scaled by (weight scale × activation scale).
 inline float int2_packed_at(const uint8_t* row, int64_t col) {
   return float((row[col / 4] >> (2 * (col & 3))) & 3) - 1.5f;
 }
+
+// Symmetric int8 per group of `group` inputs (k % group == 0): s = amax / 127 (1 for an all-zero
+// group), q = clamp(round_half_even(x / s), -127, 127). q: k values; scales: k / group.
+void quantize_int8_groups(const float* x, int64_t k, int64_t group, int8_t* q, float* scales);
+// One INT2 output: Σ_g (w_scale[g] · x_scale[g]) · Σ_{c in g} (q_c - 1.5)·x8_c, groups of 128 in
+// order (the definition the kernels are tested against). codes: the weight row's packed bytes.
+float int2_w2a8_dot(const uint8_t* codes, const uint16_t* bf16_scales, const int8_t* x8, const float* x_scales,
+                    int64_t k);
 
 // w: [rows, cols] e4m3 codes; scale: [ceil(rows/128), ceil(cols/128)] E8M0; out: [rows, cols]
 void dequantize_fp8_blocks(const uint8_t* w, const uint8_t* scale, int64_t rows, int64_t cols,

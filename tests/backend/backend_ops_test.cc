@@ -92,7 +92,7 @@ TEST(BackendOps, HasKernelFor) {
   EXPECT_FALSE(CpuBackend(1, CpuIsa::Reference).has_kernel_for(w));
   w.format = WeightFormat::INT2;
   w.scale_cols = 4;
-  const bool bf16dot = cpu_features().has(CpuIsa::Avx512Bf16);
+  const bool bf16dot = cpu_features().has(CpuIsa::Avx512Bf16) && cpu_features().avx512_vnni;
   EXPECT_EQ(CpuBackend(1).has_kernel_for(w), bf16dot);
   EXPECT_FALSE(CpuBackend(1, CpuIsa::Avx2).has_kernel_for(w));
   w.cols = 384;  // groups of 128, not of 256
@@ -268,6 +268,7 @@ TEST(BackendOps, Linear) {
       {"fp8f", WeightFormat::FP8F, ActQuant::ByWeight, {128, 384}},
       {"fp8f_unquantized", WeightFormat::FP8F, ActQuant::None, {128, 257}},
       {"int4", WeightFormat::INT4, ActQuant::ByWeight, {128, 384}},  // W4A16: never quantizes
+      {"int2", WeightFormat::INT2, ActQuant::None, {256, 384, 768}},  // W2A8 always (384: the scalar path)
   };
   for (const LinearCase& c : cases)
     for (int64_t K : c.inputs)

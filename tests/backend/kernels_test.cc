@@ -186,10 +186,10 @@ std::vector<float> run_kernel(const GemmKernel& k, const std::vector<float>& x, 
 
 using test::simd_isas;
 
-// INT2 (the draft head's copy) has a kernel only where vdpbf16ps runs, for K a multiple of 256;
+// INT2 (the draft head's copy) has a kernel only beside vdpbf16ps (and vpdpbusd), for K a multiple of 256;
 // elsewhere the CPU backend multiplies it with the scalar reference.
 bool has_kernel(CpuIsa isa, WeightFormat f) {
-  return f != WeightFormat::INT2 || isa == CpuIsa::Avx512Bf16 || isa == CpuIsa::Amx;
+  return f != WeightFormat::INT2 || ((isa == CpuIsa::Avx512Bf16 || isa == CpuIsa::Amx) && cpu_features().avx512_vnni);
 }
 std::vector<int64_t> odd_depths(WeightFormat f) {
   if (f == WeightFormat::INT2) return {256, 768, 2048 + 256};

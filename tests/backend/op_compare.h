@@ -194,6 +194,17 @@ inline TestWeight make_weight(WeightFormat f, int64_t rows, int64_t cols, uint64
       }
       break;
     }
+    case WeightFormat::INT2: {  // any 2-bit q; BF16 group scales
+      t.data.resize(size_t(rows * cols / 4));
+      for (auto& b : t.data) b = uint8_t(rng());
+      w.scale_cols = cols / kInt2Group;
+      t.scale.resize(size_t(rows * w.scale_cols * 2));
+      for (int64_t i = 0; i < rows * w.scale_cols; ++i) {
+        const uint16_t h = f32_to_bf16(narrow ? (rng() % 2 ? 0.25f : 0.125f) : round_bf16(0.001f + float(rng() % 1000) * 1e-5f));
+        std::memcpy(t.scale.data() + i * 2, &h, 2);
+      }
+      break;
+    }
     case WeightFormat::NVFP4:  // the FP4 codes; E4M3 block scales (wide: 2^-6 .. 2^3 with mantissas) and a global scale
       t.data.resize(size_t(rows * cols / 2));
       for (auto& b : t.data) {

@@ -412,3 +412,38 @@ TEST(FakeQuant, BlockMaximumAtPowerOfTwoBoundary) {
 
 }  // namespace
 }  // namespace dsv4
+
+// INT2 products are W2A8: int8 per 128 inputs with s = amax / 127, round half to even, and each
+// group's Σ (q − 1.5)·x8 scaled by weight scale × activation scale — checked on values whose
+// quantization is known in closed form.
+namespace dsv4 {
+namespace {
+TEST(Int2W2A8, Int8GroupsAndTheirProductAreTheDefinition) {
+  std::vector<float> x(256);
+  for (int i = 0; i < 128; ++i) x[size_t(i)] = float(i - 64) * 0.5f;  // amax 32: s = 32/127
+  x[0] = -32.0f;                                                       // (i = 0 gives -32 already)
+  for (int i = 128; i < 256; ++i) x[size_t(i)] = 0.0f;                 // an all-zero group: s = 1
+  std::vector<int8_t> q(256);
+  float s[2];
+  quantize_int8_groups(x.data(), 256, 128, q.data(), s);
+  EXPECT_EQ(s[0], 32.0f / 127.0f);
+  EXPECT_EQ(s[1], 1.0f);
+  EXPECT_EQ(q[0], -127);
+  EXPECT_EQ(q[64], 0);
+  for (int i = 0; i < 128; ++i) EXPECT_EQ(q[size_t(i)], int8_t(std::nearbyint(x[size_t(i)] / s[0]))) << i;
+  for (int i = 128; i < 256; ++i) EXPECT_EQ(q[size_t(i)], 0);
+  // Codes all 3 (level +1.5) with scale 2 in group 0: 1.5 · 2 · s0 · Σ q.
+  std::vector<uint8_t> codes(64, 0xFF);
+  const uint16_t scales[2] = {f32_to_bf16(2.0f), f32_to_bf16(4.0f)};
+  int32_t sum = 0;
+  for (int i = 0; i < 128; ++i) sum += q[size_t(i)];
+  EXPECT_FLOAT_EQ(int2_w2a8_dot(codes.data(), scales, q.data(), s, 256), 3.0f * s[0] * float(sum));
+  EXPECT_EQ(int2_packed_at(codes.data(), 5), 1.5f);
+  codes[1] = 0x1B;  // columns 4..7: q = 3, 2, 1, 0
+  EXPECT_EQ(int2_packed_at(codes.data(), 4), 1.5f);
+  EXPECT_EQ(int2_packed_at(codes.data(), 5), 0.5f);
+  EXPECT_EQ(int2_packed_at(codes.data(), 6), -0.5f);
+  EXPECT_EQ(int2_packed_at(codes.data(), 7), -1.5f);
+}
+}  // namespace
+}  // namespace dsv4

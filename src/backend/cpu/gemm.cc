@@ -84,21 +84,17 @@ void permute_rows(Layout layout, const float* src, int64_t lds, int64_t n, int64
 }
 
 // The bf16 layouts' group sizes, and the source position of slot p within its group.
-int bf16_group(Layout layout) {
-  return layout == Layout::Bf16Oct256 ? 256 : layout == Layout::Bf16Quad128 ? 128 : 64;
-}
+int bf16_group(Layout layout) { return layout == Layout::Bf16Quad128 ? 128 : 64; }
 int bf16_source(Layout layout, int p) {
   if (layout == Layout::Bf16Natural) return p;
   if (layout == Layout::Bf16Quad128) return 4 * (p % 32) + p / 32;
-  if (layout == Layout::Bf16Oct256) return 8 * (p % 32) + p / 32;
   if (layout == Layout::Bf16PairSplit64) return p < 32 ? 2 * p : 2 * (p - 32) + 1;
   const int half = p / 32, q = p % 32;  // Bf16Unpack64
   return 16 * (q / 8) + 8 * half + q % 8;
 }
 
 bool is_bf16(Layout l) {
-  return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64 || l == Layout::Bf16Quad128 ||
-         l == Layout::Bf16Oct256;
+  return l == Layout::Bf16Natural || l == Layout::Bf16PairSplit64 || l == Layout::Bf16Unpack64 || l == Layout::Bf16Quad128;
 }
 
 }  // namespace
@@ -127,13 +123,41 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
     in.sx = sx;
     in.ldsx = 0;  // every row shares the constant
   }
+  if (kernel.layout == Layout::Int8Quad256) {  // W2A8 (number_formats.h), rows padded as below
+    DSV4_CHECK(k % 256 == 0, "int8 activations: ", k, " inputs are not a multiple of 256");
+    const int64_t ld = k + 128, groups = k / 128, lds8 = int8_quad256_scale_floats(k);
+    int8_t* q = x8_.get(size_t(n * ld));
+    float* s = s_.get(size_t(n * lds8));
+    std::vector<int8_t> natural(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+      float* sr = s + r * lds8;
+      quantize_int8_groups(src + r * lds, k, 128, natural.data(), sr);
+      for (int64_t g = 0; g < groups; ++g) {
+        int32_t sum = 0;
+        for (int64_t c = g * 128; c < g * 128 + 128; ++c) sum += natural[size_t(c)];
+        sr[groups + g] = 1.5f * sr[g] * float(sum);
+      }
+      int8_t* d = q + r * ld;
+      for (int64_t b = 0; b < k; b += 256)
+        for (int p = 0; p < 256; ++p) {
+          const int j = p / 64, i = (p % 64) / 4, t = p % 4;
+          d[b + p] = natural[size_t(b + 16 * i + 4 * t + j)];
+        }
+    }
+    in.x = nullptr;
+    in.x8 = q;
+    in.ldx = ld;
+    in.sx = s;
+    in.ldsx = lds8;
+    return in;
+  }
   // Rows of the copies are padded by 128 bytes: with strides of whole 4 KiB pages, the rows a tile
   // reads together (and the weight rows, whose strides are such too) fall into the same L1 sets.
   if (is_bf16(kernel.layout)) {
     const int64_t ld = k + 64;
     uint16_t* xb = xb_.get(size_t(n * ld));
     const int group = bf16_group(kernel.layout);
-    int perm[256];
+    int perm[128];
     for (int p = 0; p < group; ++p) perm[p] = bf16_source(kernel.layout, p);
     const bool fold = kernel.fold_scales && in.sx;
     DSV4_CHECK(!fold || k % group == 0, "folded activation scales: ", k, " inputs are not a multiple of ", group);
@@ -231,6 +255,19 @@ void reference_rows(const PreparedInput& in, const WeightView& w, int64_t m0, in
 void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m_begin, int64_t m_end, float* y,
                          int64_t ldy, bool round_bf16, float* scratch) {
   const int64_t K = w.cols;
+  if (w.format == WeightFormat::INT2) {  // W2A8 (number_formats.h): each row quantized once
+    std::vector<int8_t> x8(size_t(in.n * K));
+    std::vector<float> xs(size_t(in.n * (K / kInt2Group)));
+    for (int64_t r = 0; r < in.n; ++r)
+      quantize_int8_groups(in.x + r * in.ldx, K, kInt2Group, x8.data() + r * K, xs.data() + r * (K / kInt2Group));
+    for (int64_t m = m_begin; m < m_end; ++m)
+      for (int64_t r = 0; r < in.n; ++r) {
+        const float acc = int2_w2a8_dot(w.data + m * (K / 4), reinterpret_cast<const uint16_t*>(w.scale) + m * w.scale_cols,
+                                        x8.data() + r * K, xs.data() + r * (K / kInt2Group), K);
+        y[r * ldy + m] = round_bf16 ? dsv4::round_bf16(acc) : acc;
+      }
+    return;
+  }
   for (int64_t m = m_begin; m < m_end; ++m) {
     decode_row(w, m, scratch);
     for (int64_t r = 0; r < in.n; ++r) {
@@ -255,7 +292,7 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           const float s = e8m0_to_f32(ws[b]) * (sx ? sx[k0 / kFp8Block] : 1.0f);
           acc += dot(x + k0, scratch + k0, kFp4Block) * s;
         }
-      } else if (w.format == WeightFormat::INT4 || w.format == WeightFormat::INT2) {  // activations as they are
+      } else if (w.format == WeightFormat::INT4) {  // W4A16: activations as they are
         const uint8_t* ws = w.scale + m * w.scale_cols * 2;
         for (int64_t b = 0; b < w.scale_cols; ++b) {
           const int64_t k0 = b * kInt4Group;

@@ -42,7 +42,9 @@ enum class Layout : uint8_t {
                    // (FP8 via byte lookups whose results unpack within 128-bit lanes)
   Bf16Quad128,     // per 128 inputs: 0,4,..,124, then 1,5,..,125, then 2,6,.. and 3,7,..
                    // (4-bit codes looked up from whole 16-bit words and their shifts)
-  Bf16Oct256,      // per 256 inputs: 0,8,..,248, then 1,9,..,249, ... then 7,15,..,255 (2-bit codes, likewise)
+  // int8 activations (quantize_int8_groups, per 128 inputs) for vpdpbusd kernels:
+  Int8Quad256,     // per 256 inputs, 4 vectors of 64 bytes: byte 4i+t of vector j is input 16i+4t+j
+                   // (2-bit codes unpacked bytewise); sx per row: the 2·k/128 floats of Int8Quad256Scales
 };
 
 struct PreparedInput {
@@ -51,12 +53,14 @@ struct PreparedInput {
   const float* sx = nullptr;    // row r at sx + r·ldsx: one multiplier per 128 inputs, or null (none)
   int64_t n = 0, k = 0;
   int64_t ldx = 0, ldsx = 0;
+  const int8_t* x8 = nullptr;   // int8 layouts: row r at x8 + r·ldx
 
   // Rows [begin, begin + count) alone.
   PreparedInput rows(int64_t begin, int64_t count) const {
     PreparedInput p = *this;
     if (p.x) p.x += begin * ldx;
     if (p.xb) p.xb += begin * ldx;
+    if (p.x8) p.x8 += begin * ldx;
     if (p.sx) p.sx += begin * ldsx;
     p.n = count;
     return p;
@@ -116,7 +120,12 @@ class ActivationBuffer {
  private:
   AlignedBuffer<float> q_, x_, s_;
   AlignedBuffer<uint16_t> xb_;
+  AlignedBuffer<int8_t> x8_;
 };
+
+// Int8Quad256's sx row: k/128 activation scales s_g, then k/128 offsets 1.5·s_g·Σ_{c in g} x8_c
+// (what the codes' −1.5 contributes, taken out once per group instead of per product).
+inline int64_t int8_quad256_scale_floats(int64_t k) { return 2 * (k / 128); }
 
 // Quantizes rows of x [n, k] to the e4m3 grid in blocks of 128: xq = e4m3(x / s), s = 2^ceil(log2(amax/448)).
 void quantize_activations_reference(const float* x, int64_t n, int64_t k, float* xq, float* sx);

@@ -11,7 +11,7 @@
 //   reference's block sums scaled and added, in another order — with no per-block work: a
 //   verification pass of 4 rows stays near the cost of one. Steps of 5 rows or more decode each
 //   group of 8 weight rows once for all rows (gemm_decoded.h), with the same chains.
-// 4-bit (FP4, NVFP4, INT4): see FourBit. INT2 (the draft head's copy): see Int2.
+// 4-bit (FP4, NVFP4, INT4): see FourBit. INT2 (the draft head's copy, W2A8): see Int2 (vpdpbusd).
 // BF16: the weights are the bf16 operands as stored.
 #include <immintrin.h>
 
@@ -178,21 +178,21 @@ struct FourBit {
   }
 };
 
-// INT2 (the draft head's copy), 256 columns per step from 64 code bytes read as 32 words: word t
-// holds columns 8t..8t+7 (column 8t+j in bits 2j..2j+1), and the word shifted right by 2j indexes
-// vpermw with column 8t+j's code (5 index bits; the table repeats the four levels eight times, so
-// the codes above do not matter): eight vectors in the activations' Bf16Oct256 order. Lane i of
-// their dot products sums columns 16i..16i+15, so lanes 0-7 hold the step's first 128-column
-// group and lanes 8-15 its second: one FMA per output and row applies both groups' scales.
-// Per 256 weights: 7 shifts, 8 lookups and 1 scale permute per output, 8 vdpbf16ps (two chains)
-// and 1 FMA per output and row — the 4-bit kernels' work per weight for half their bytes.
+// INT2 (the draft head's copy; W2A8, number_formats.h), 256 columns per step from 64 code bytes:
+// vector j = (codes >> 2j) & 3 bytewise holds in byte b the code of column 4b + j, against the
+// activations' Int8Quad256 vector j, so lane i of the four vpdpbusd sums Σ q·x8 over columns
+// 16i..16i+15: lanes 0-7 the step's first group of 128, 8-15 its second. Each lane is converted
+// and multiplied by its group's weight scale × activation scale; the −1.5 of every code comes out
+// once per group (the activations' offsets, times the weight scales, 16 groups per FMA).
+// Per 256 weights: 3 shifts and 4 ands per output, 4 vpdpbusd, a conversion, a scale product and
+// an FMA per output and row — 64 multiply-adds per instruction, twice vdpbf16ps's.
 struct Int2 {
   static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r <= 2 ? 4 : 2; }
   template <int F, int R>
   static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
     const int64_t K = w.cols, groups = K / 128;
-    const __m512i table = _mm512_set1_epi64(0x3FC03F00BF00BFC0);  // bf16 -1.5, -0.5, 0.5, 1.5
+    const __m512i three = _mm512_set1_epi8(3);
     const __m512i lane_group = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 3);
     const uint8_t* wr[F];
     const uint16_t* sr[F];
@@ -200,41 +200,47 @@ struct Int2 {
       wr[f] = w.data + (m + f) * (K / 4);
       sr[f] = reinterpret_cast<const uint16_t*>(w.scale) + (m + f) * w.scale_cols;
     }
-    const uint16_t* xr[R];
-    for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
+    const int8_t* xr[R];
+    const float* sxr[R];
+    for (int r = 0; r < R; ++r) {
+      xr[r] = in.x8 + (r0 + r) * in.ldx;
+      sxr[r] = in.sx + (r0 + r) * in.ldsx;
+    }
     __m512 tot[F][R];
     for (int f = 0; f < F; ++f)
       for (int r = 0; r < R; ++r) tot[f][r] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; g += 16) {  // 16 groups' scales (8 steps) at a time
       const int ng = groups - g < 16 ? int(groups - g) : 16;
-      __m512 sw[F];
+      const __mmask16 valid = __mmask16((1u << ng) - 1);
+      __m512 sw[F], sx[R];
       for (int f = 0; f < F; ++f)
-        sw[f] = _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(__mmask16((1u << ng) - 1), sr[f] + g)), 16));
+        sw[f] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(valid, sr[f] + g)), 16));
+      for (int r = 0; r < R; ++r) {
+        sx[r] = _mm512_maskz_loadu_ps(valid, sxr[r] + g);
+        const __m512 offsets = _mm512_maskz_loadu_ps(valid, sxr[r] + groups + g);
+        for (int f = 0; f < F; ++f) tot[f][r] = _mm512_fnmadd_ps(sw[f], offsets, tot[f][r]);
+      }
       for (int64_t s = g / 2; s < (g + ng) / 2; ++s) {
         const __m512i which = _mm512_add_epi32(lane_group, _mm512_set1_epi32(int(2 * s - g)));
-        const uint16_t* x[R];
-        for (int r = 0; r < R; ++r) x[r] = xr[r] + s * 256;
+        __m512 sxs[R];
+        for (int r = 0; r < R; ++r) sxs[r] = _mm512_permutexvar_ps(which, sx[r]);
 #pragma GCC unroll 4
         for (int f = 0; f < F; ++f) {
           const uint8_t* p = wr[f] + s * 64;
           prefetch_line(p + kPrefetchTiles * F * (K / 4));
           const __m512i c = _mm512_loadu_si512(p);
-          __m512i wv[8];
-          wv[0] = _mm512_permutexvar_epi16(c, table);
-#pragma GCC unroll 7
-          for (int j = 1; j < 8; ++j) wv[j] = _mm512_permutexvar_epi16(_mm512_srli_epi16(c, 2 * j), table);
+          const __m512i v0 = _mm512_and_si512(c, three), v1 = _mm512_and_si512(_mm512_srli_epi16(c, 2), three),
+                        v2 = _mm512_and_si512(_mm512_srli_epi16(c, 4), three),
+                        v3 = _mm512_and_si512(_mm512_srli_epi16(c, 6), three);
           const __m512 scale = _mm512_permutexvar_ps(which, sw[f]);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
-            __m512 a = dot(_mm512_setzero_ps(), _mm512_loadu_si512(x[r]), wv[0]);
-            __m512 b = dot(_mm512_setzero_ps(), _mm512_loadu_si512(x[r] + 32), wv[1]);
-#pragma GCC unroll 3
-            for (int j = 2; j < 8; j += 2) {
-              a = dot(a, _mm512_loadu_si512(x[r] + 32 * j), wv[j]);
-              b = dot(b, _mm512_loadu_si512(x[r] + 32 * j + 32), wv[j + 1]);
-            }
-            tot[f][r] = _mm512_fmadd_ps(_mm512_add_ps(a, b), scale, tot[f][r]);
+            const int8_t* x = xr[r] + s * 256;
+            __m512i acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v0, _mm512_loadu_si512(x));
+            acc = _mm512_dpbusd_epi32(acc, v1, _mm512_loadu_si512(x + 64));
+            acc = _mm512_dpbusd_epi32(acc, v2, _mm512_loadu_si512(x + 128));
+            acc = _mm512_dpbusd_epi32(acc, v3, _mm512_loadu_si512(x + 192));
+            tot[f][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(scale, sxs[r]), tot[f][r]);
           }
         }
       }
@@ -360,9 +366,9 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
                                                    : drive<FourBit<WeightFormat::INT4>>;
       }
       break;
-    case WeightFormat::INT2:  // (its activations, bf16 values in the model, are exact in bf16)
-      if (K % 256 == 0 && w.scale_cols == K / 128) {
-        k.layout = Layout::Bf16Oct256;
+    case WeightFormat::INT2:  // W2A8 on vpdpbusd
+      if (K % 256 == 0 && w.scale_cols == K / 128 && cpu_features().avx512_vnni) {
+        k.layout = Layout::Int8Quad256;
         k.rows = drive<Int2>;
       }
       break;

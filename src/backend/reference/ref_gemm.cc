@@ -153,6 +153,23 @@ float dot(const float* x, const float* x_scales, const WeightView& w, int64_t m,
 void product(const float* x, int64_t n, int64_t ldx, const WeightView& w, int64_t m0, int64_t m1, bool quantize,
              bool round, float* y, int64_t ldy) {
   const int64_t K = w.cols;
+  if (w.format == WeightFormat::INT2) {  // W2A8 (number_formats.h): each row quantized to int8 once
+    DSV4_CHECK(K % kInt2Group == 0, "weight '", w.name(), "': INT2 needs inputs in groups of ", kInt2Group);
+    std::vector<int8_t> x8(size_t(n * K));
+    std::vector<float> xs(size_t(n * (K / kInt2Group)));
+    for (int64_t r = 0; r < n; ++r)
+      quantize_int8_groups(x + r * ldx, K, kInt2Group, x8.data() + r * K, xs.data() + r * (K / kInt2Group));
+    const int64_t groups = K / kInt2Group;
+    std::vector<uint16_t> h(static_cast<size_t>(groups));  // the row's BF16 scales
+    for (int64_t m = m0; m < m1; ++m) {
+      std::memcpy(h.data(), w.scale + m * w.scale_cols * 2, size_t(groups) * 2);
+      for (int64_t r = 0; r < n; ++r) {
+        const float v = int2_w2a8_dot(w.data + m * (K / 4), h.data(), x8.data() + r * K, xs.data() + r * groups, K);
+        y[r * ldy + m] = round ? round_bf16(v) : v;
+      }
+    }
+    return;
+  }
   std::vector<QuantizedRow> q;  // each row's activations quantized once
   if (quantize)
     for (int64_t r = 0; r < n; ++r) q.push_back(quantize_row(x + r * ldx, K));
