@@ -27,7 +27,8 @@ enum class WeightFormat : uint8_t {
   INT4,   // compressed-tensors W4A16: 4-bit q packed 8 per int32 lowest bits first [rows, cols/8],
           // value (q - 8) x a BF16 scale per 128 inputs of a row; activations not quantized
   INT2,   // 2-bit q packed 4 per byte lowest bits first [rows, cols/4], value (q - 1.5) x a BF16
-          // scale per 128 inputs of a row; activations not quantized (the draft head's copy only)
+          // scale per 128 inputs of a row; activations quantized to int8 per 128 inputs (W2A8,
+          // number_formats.h). The draft head's copy only: no checkpoint holds it
 };
 
 struct WeightFormatTraits {

@@ -15,7 +15,7 @@
 //   int4    4-bit codes, value (q − 8) × a BF16 scale per 128 inputs of a row, scale = amax / 7
 //           rounded to BF16 (W4A16, round to nearest)
 //   int2    2-bit codes, value (q − 1.5) × a BF16 scale per 128 inputs of a row, the scale fitted
-//           by least squares (quantize_int2_rows)
+//           by least squares (quantize_int2_rows); multiplied with int8 activations (W2A8)
 //   auto    where the head allows a copy (BF16 or F32, columns in groups of 128): int2 if the
 //           backend multiplies INT2 with a kernel of its own (and the columns come in groups of
 //           256), else int4; the target's head otherwise. The command line's default (the

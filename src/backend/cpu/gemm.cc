@@ -126,22 +126,22 @@ PreparedInput ActivationBuffer::prepare(const GemmKernel& kernel, const float* x
   if (kernel.layout == Layout::Int8Quad256) {  // W2A8 (number_formats.h), rows padded as below
     DSV4_CHECK(k % 256 == 0, "int8 activations: ", k, " inputs are not a multiple of 256");
     const int64_t ld = k + 128, groups = k / 128, lds8 = int8_quad256_scale_floats(k);
-    int8_t* q = x8_.get(size_t(n * ld));
+    int8_t* q = x8_.get(size_t(n * ld + k));
+    int8_t* natural = q + n * ld;  // one row in input order, before the permutation
     float* s = s_.get(size_t(n * lds8));
-    std::vector<int8_t> natural(static_cast<size_t>(k));
     for (int64_t r = 0; r < n; ++r) {
       float* sr = s + r * lds8;
-      quantize_int8_groups(src + r * lds, k, 128, natural.data(), sr);
+      quantize_int8_groups(src + r * lds, k, 128, natural, sr);
       for (int64_t g = 0; g < groups; ++g) {
         int32_t sum = 0;
-        for (int64_t c = g * 128; c < g * 128 + 128; ++c) sum += natural[size_t(c)];
+        for (int64_t c = g * 128; c < g * 128 + 128; ++c) sum += natural[c];
         sr[groups + g] = 1.5f * sr[g] * float(sum);
       }
       int8_t* d = q + r * ld;
       for (int64_t b = 0; b < k; b += 256)
         for (int p = 0; p < 256; ++p) {
           const int j = p / 64, i = (p % 64) / 4, t = p % 4;
-          d[b + p] = natural[size_t(b + 16 * i + 4 * t + j)];
+          d[b + p] = natural[b + 16 * i + 4 * t + j];
         }
     }
     in.x = nullptr;
