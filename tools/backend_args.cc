@@ -16,4 +16,10 @@ void add_backend_options(CLI::App* cmd, BackendOptions& options) {
   cmd->add_option("--threads", options.threads, "threads of the cpu backend (0 = all cores)");
 }
 
+void add_prefault_option(CLI::App* cmd, bool& prefault) {
+  cmd->add_flag_callback(
+      "--no-prefault", [&prefault] { prefault = false; },
+      "map the weights' pages on first use instead of at load (faster start; the first steps fault)");
+}
+
 }  // namespace dsv4::cli

@@ -1,10 +1,18 @@
 #include "engine/engine.h"
 
+#include "io/mapped_file.h"
+
 namespace dsv4 {
 
 std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const EngineOptions& options) {
   auto e = std::make_unique<Engine>();
   e->files = ModelFiles::open(dir);
+  // Page faults at load, not in the steps: each 4 KB of weights used for the first time costs a
+  // fault, and decoding reaches most experts for the first time over its first hundreds of
+  // tokens. A checkpoint larger than the memory available would evict its own pages while they
+  // are being mapped: skipped.
+  if (options.prefault && int64_t(e->files->store.file_bytes()) <= available_memory_bytes())
+    e->files->store.prefault();
   const bool mtp = options.load_mtp && e->files->has_mtp();
   e->backend = make_backend(options.backend);
   // The draft head's copy is read from the mapped head before the backend may move the weights.

@@ -20,6 +20,7 @@ struct EngineOptions {
   int64_t max_rollback = 16;       // longest rollback (>= draft tokens + 1)
   DraftHeadFormat draft_head = DraftHeadFormat::Target;  // the draft head: the target's, or a copy (draft_head.h)
   int64_t draft_rescore = 64;      // with a copy: logits per draft row recomputed exactly (model/head_rescore.h)
+  bool prefault = true;            // map every page of the weights at open, where they fit in available memory
 };
 
 struct Engine {

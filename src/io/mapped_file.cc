@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +40,28 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
 }
 
 MappedFile::~MappedFile() { release(); }
+
+void MappedFile::prefault() const {
+  if (!data_) return;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(const_cast<uint8_t*>(data_), size_, MADV_POPULATE_READ) == 0) return;
+  // EINVAL: a kernel older than 5.14 (no MADV_POPULATE_READ); touch the pages instead.
+  if (errno != EINVAL) throw Error(cat(path_, ": cannot map its pages: ", std::strerror(errno)));
+#endif
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  uint8_t sink = 0;
+  for (size_t at = 0; at < size_; at += page) sink ^= *static_cast<const volatile uint8_t*>(data_ + at);
+  (void)sink;
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return -1;
+}
 
 void MappedFile::release() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);

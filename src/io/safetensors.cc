@@ -222,4 +222,14 @@ std::vector<const TensorInfo*> TensorStore::all() const {
   return v;
 }
 
+uint64_t TensorStore::file_bytes() const {
+  uint64_t total = 0;
+  for (const auto& f : files_) total += f->mapping().size();
+  return total;
+}
+
+void TensorStore::prefault() const {
+  for (const auto& f : files_) f->mapping().prefault();
+}
+
 }  // namespace dsv4

@@ -35,6 +35,7 @@ class SafetensorsFile {
   static std::unique_ptr<SafetensorsFile> open(const std::filesystem::path& path);
 
   const std::string& path() const { return map_.path(); }
+  const MappedFile& mapping() const { return map_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -61,6 +62,8 @@ class TensorStore {
   std::vector<const TensorInfo*> all() const;              // sorted by name
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   const std::filesystem::path& root() const { return root_; }
+  uint64_t file_bytes() const;  // all mapped files, headers included
+  void prefault() const;        // MappedFile::prefault of every file
 
  private:
   std::filesystem::path root_;

@@ -1,23 +1,13 @@
 #include "speculative/context_limit.h"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 #include "cache/sequence_cache.h"
 #include "core/error.h"
+#include "io/mapped_file.h"
 
 namespace dsv4 {
-
-int64_t available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return -1;
-}
 
 ContextLimit ContextLimit::check(const ModelConfig& c, int64_t requested, int64_t sequences, int64_t prefill_chunk,
                                  int64_t available_bytes) {

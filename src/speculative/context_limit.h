@@ -29,6 +29,4 @@ struct ContextLimit {
 // one chunk; measured on the V4-Flash dimensions), the bound --max-context assumes.
 constexpr int64_t kPrefillBytesPerRow = int64_t(5) << 19;  // 2.5 MiB
 
-int64_t available_memory_bytes();  // MemAvailable of /proc/meminfo (-1 if unknown)
-
 }  // namespace dsv4

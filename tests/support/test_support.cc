@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <sys/wait.h>
 
 #include "core/error.h"
@@ -120,5 +122,23 @@ CommandOutput run_shell(const std::string& command) {
 }
 
 CommandOutput run_cli(const std::string& args) { return run_shell(std::string(DSV4_CLI) + " " + args); }
+
+int64_t mapped_resident_bytes(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_mapping = false;
+  while (std::getline(smaps, line)) {
+    unsigned long long from = 0, to = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    if (header >> std::hex >> from >> dash >> to && dash == '-') {  // "from-to perms offset dev inode path"
+      in_mapping = from == reinterpret_cast<uintptr_t>(start);
+      continue;
+    }
+    long long kib = 0;
+    if (in_mapping && std::sscanf(line.c_str(), "Rss: %lld kB", &kib) == 1) return kib * 1024;
+  }
+  return -1;
+}
 
 }  // namespace dsv4::test

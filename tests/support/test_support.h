@@ -47,4 +47,8 @@ struct CommandOutput {
 CommandOutput run_cli(const std::string& args);
 CommandOutput run_shell(const std::string& command);
 
+// Bytes of this process's mapping that starts at `start` held in its page tables (Rss in
+// /proc/self/smaps); -1 if no mapping starts there.
+int64_t mapped_resident_bytes(const void* start);
+
 }  // namespace dsv4::test
