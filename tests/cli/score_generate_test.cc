@@ -125,6 +125,10 @@ TEST(GenerateCommand, JsonOutputPlainAndSpeculative) {
   auto bad = test::run_cli(base + " --draft 3 --draft-head fp16");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("int4"), std::string::npos) << bad.out;
+  // Pages mapped on first use instead of at open: the same output.
+  auto lazy = test::run_cli(base + " --no-prefault");
+  ASSERT_EQ(lazy.exit_code, 0) << lazy.out;
+  EXPECT_EQ(nlohmann::json::parse(lazy.out)["tokens"], j0["tokens"]);
 }
 
 TEST(GenerateCommand, PromptTokensFromAFileOrStandardInput) {
