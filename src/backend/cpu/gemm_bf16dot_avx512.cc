@@ -313,8 +313,14 @@ constexpr int kDecodedRows = 4;  // 4 outputs × 4 rows: 16 accumulators
 struct Bf16 {
   static constexpr int kMaxRows = 4;
   static constexpr int features(int r) { return r == 1 ? 4 : 2; }
+  static constexpr int64_t kKBlock = 2048;
   template <int F, int R>
-  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+  struct Sums {
+    __m512 a0[F][R], a1[F][R];
+  };
+  template <int F, int R>
+  static void tile_part(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, int64_t k0, int64_t k1,
+                        Sums<F, R>& s) {
     const int64_t K = w.cols;
     const uint16_t* wr[F];
     for (int f = 0; f < F; ++f) wr[f] = reinterpret_cast<const uint16_t*>(w.data) + (m + f) * K;
@@ -322,8 +328,8 @@ struct Bf16 {
     for (int r = 0; r < R; ++r) xr[r] = in.xb + (r0 + r) * in.ldx;
     __m512 a0[F][R], a1[F][R];
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) a0[f][r] = a1[f][r] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k += 64) {
+      for (int r = 0; r < R; ++r) a0[f][r] = s.a0[f][r], a1[f][r] = s.a1[f][r];
+    for (int64_t k = k0; k < k1; k += 64) {
 #pragma GCC unroll 8
       for (int f = 0; f < F; ++f) {
         prefetch_line(wr[f] + kPrefetchTiles * F * K + k);
@@ -337,7 +343,18 @@ struct Bf16 {
       }
     }
     for (int f = 0; f < F; ++f)
-      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(a0[f][r], a1[f][r]));
+      for (int r = 0; r < R; ++r) s.a0[f][r] = a0[f][r], s.a1[f][r] = a1[f][r];
+  }
+  template <int F, int R>
+  static void finish(const Sums<F, R>& s, float* out) {
+    for (int f = 0; f < F; ++f)
+      for (int r = 0; r < R; ++r) out[f * R + r] = _mm512_reduce_add_ps(_mm512_add_ps(s.a0[f][r], s.a1[f][r]));
+  }
+  template <int F, int R>
+  static void tile(const PreparedInput& in, const WeightView& w, int64_t m, int64_t r0, float* out) {
+    Sums<F, R> s = {};
+    tile_part<F, R>(in, w, m, r0, 0, w.cols, s);
+    finish<F, R>(s, out);
   }
 };
 

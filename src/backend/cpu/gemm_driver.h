@@ -9,6 +9,13 @@
 //   template <int F, int R> static void tile(const PreparedInput&, const WeightView&,
 //                                            int64_t m, int64_t r0, float* out /* [F][R] */);
 // and computes each (output, row) pair with the same operations whatever F and R are.
+// A kernel may also split tile() into K blocks, for tiles of several rows:
+//   static constexpr int64_t kKBlock;             // columns per block (a multiple of its step)
+//   template <int F, int R> struct Sums;          // its accumulators, zeroed by value-initialisation
+//   template <int F, int R> static void tile_part(const PreparedInput&, const WeightView&, int64_t m,
+//                                                 int64_t r0, int64_t k0, int64_t k1, Sums<F, R>&);
+//   template <int F, int R> static void finish(const Sums<F, R>&, float* out /* [F][R] */);
+// The same operations in the same order per pair: only the order between pairs changes.
 //
 // Loops: rows in blocks whose activations stay in the L2 cache; outputs in groups of 8
 // whose weights stay in L1/L2 while the block's rows pass over them in tiles of ≤ kMaxRows.
@@ -92,22 +99,49 @@ inline __m512 four_bit_scales16(const WeightView& w, const uint8_t* row_scales, 
 constexpr int kPrefetchTiles = 4;
 inline void prefetch_line(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
 
+template <class Kern>
+constexpr int64_t k_block_of() {
+  if constexpr (requires { Kern::kKBlock; }) return Kern::kKBlock;
+  else return 0;
+}
+
 template <class Kern, int R>
 void drive_group(const PreparedInput& in, const WeightView& w, int64_t m, int64_t m_end, int64_t r0, float* y,
                  int64_t ldy, bool round) {
   constexpr int F = Kern::features(R);
   float out[F * R];
+  auto store = [&](int64_t at, int features) {
+    for (int r = 0; r < R; ++r)
+      for (int f = 0; f < features; ++f) {
+        const float v = out[f * R + r];
+        y[(r0 + r) * ldy + at + f] = round ? driver_round_bf16(v) : v;
+      }
+  };
+  if constexpr (R > 1 && k_block_of<Kern>() > 0) {
+    // The group's tiles advance together, one K block at a time, so that the block's activations
+    // stay in L1 for all of them: several rows' whole activations (4 rows of 4096 bf16 are 32 KB)
+    // would not, with the weights streaming past, and every tile would reread them from L2.
+    constexpr int kTiles = 8 / F;
+    constexpr int64_t kBlock = k_block_of<Kern>();
+    const int64_t tiles = (m_end - m) / F < kTiles ? (m_end - m) / F : kTiles;
+    typename Kern::template Sums<F, R> sums[kTiles] = {};
+    for (int64_t k0 = 0; k0 < in.k; k0 += kBlock) {
+      const int64_t k1 = k0 + kBlock < in.k ? k0 + kBlock : in.k;
+      for (int64_t t = 0; t < tiles; ++t) Kern::template tile_part<F, R>(in, w, m + t * F, r0, k0, k1, sums[t]);
+    }
+    for (int64_t t = 0; t < tiles; ++t) {
+      Kern::template finish<F, R>(sums[t], out);
+      store(m + t * F, F);
+    }
+    m += tiles * F;
+  }
   for (; m + F <= m_end; m += F) {
     Kern::template tile<F, R>(in, w, m, r0, out);
-    for (int r = 0; r < R; ++r)
-      for (int f = 0; f < F; ++f) {
-        const float v = out[f * R + r];
-        y[(r0 + r) * ldy + m + f] = round ? driver_round_bf16(v) : v;
-      }
+    store(m, F);
   }
   for (; m < m_end; ++m) {
     Kern::template tile<1, R>(in, w, m, r0, out);
-    for (int r = 0; r < R; ++r) y[(r0 + r) * ldy + m] = round ? driver_round_bf16(out[r]) : out[r];
+    store(m, 1);
   }
 }
 
