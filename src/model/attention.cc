@@ -86,18 +86,27 @@ Tensor Attention::project_out(Pass& p, Tensor& o) const {
 }
 
 Tensor Attention::forward(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const {
-  Tensor qr = low_rank_query(p, x);
-  p.trace(scope, "qr", qr);
+  extend_caches(p, x, layer, scope);
+  return output(p, x, layer, scope);
+}
+
+void Attention::extend_caches(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const {
   Tensor kv_normed;
   Tensor kv = key_value(p, x, p.tracing() ? &kv_normed : nullptr);
   if (p.tracing()) p.trace(scope, "kv_normed", kv_normed);
+  p.trace(scope, "kv", kv);
   store_key_value(p, kv, layer);
+  if (indexer_) indexer_->extend(p, x, layer, scope);
+  if (compressor_) compressor_->append(p, x, layer, scope);
+}
+
+Tensor Attention::output(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const {
+  Tensor qr = low_rank_query(p, x);
+  p.trace(scope, "qr", qr);
   Tensor selected;
   if (indexer_) selected = indexer_->select(p, x, qr, layer, scope);
-  if (compressor_) compressor_->append(p, x, layer, scope);
   Tensor q = query(p, qr);
   p.trace(scope, "q", q);
-  p.trace(scope, "kv", kv);
   Tensor o = attend(p, q, indexer_ ? &selected : nullptr, layer);
   p.trace(scope, "attn_o", o);
   Tensor out = project_out(p, o);

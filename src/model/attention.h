@@ -15,7 +15,14 @@ class Attention {
  public:
   Attention(const AttentionWeights& w, const ModelConfig& c, int64_t compress_ratio);
 
+  // extend_caches() then output() over the same rows.
   Tensor forward(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const;
+  // What later rows read of x's rows: the KV row, the compressors' state and entries, the
+  // indexer's keys.
+  void extend_caches(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const;
+  // The attention output [N, D] of each row of p (after extend_caches() of every row of its pass;
+  // p may be a subset of that pass: rows whose outputs nothing reads need not take this part).
+  Tensor output(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const;
 
   // Components, exposed for tests:
   Tensor low_rank_query(Pass& p, const Tensor& x) const;            // qr = q_norm(wq_a·x)

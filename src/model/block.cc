@@ -1,5 +1,9 @@
 #include "model/block.h"
 
+#include <vector>
+
+#include "core/error.h"
+
 namespace dsv4 {
 
 Block::Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer)
@@ -8,13 +12,48 @@ Block::Block(const BlockWeights& w, const ModelConfig& c, std::string scope, siz
       attention_(w.attn, c, w.compress_ratio), moe_(w.ffn, c, w.hash_routed) {}
 
 Tensor Block::forward(Pass& p, const Tensor& x) const {
+  std::vector<int64_t> all(size_t(x.dim(0)));
+  for (size_t r = 0; r < all.size(); ++r) all[r] = int64_t(r);
+  return forward(p, x, all);
+}
+
+Tensor Block::forward(Pass& p, const Tensor& x, std::span<const int64_t> outputs) const {
   p.trace(scope_, "in", x);
+  const int64_t n = x.dim(0), kept = int64_t(outputs.size());
+  for (int64_t i = 0; i < kept; ++i)
+    DSV4_CHECK(outputs[size_t(i)] >= (i ? outputs[size_t(i - 1)] + 1 : 0) && outputs[size_t(i)] < n, scope_,
+               ": output rows must be ascending rows of the ", n, " in the pass");
 
   auto mix = hc_attn_.pre(p, x, scope_);
-  Tensor h = p.alloc({x.dim(0), x.dim(2)});
+  Tensor h = p.alloc({n, x.dim(2)});
   p.be.rms_norm(mix.u, w_.attn_norm, eps_, h);
   p.trace(scope_, "attn_in", h);
-  Tensor attn = attention_.forward(p, h, cache_layer_, scope_);
+  attention_.extend_caches(p, h, cache_layer_, scope_);  // every row: later rows attend to it
+  if (kept == n) return output(p, x, h, mix);
+  if (kept == 0) {  // (a zero-row view)
+    Tensor none = x;
+    none.shape[0] = 0;
+    return none;
+  }
+
+  // The rest only for the rows whose outputs are read.
+  auto gather = [&](const Tensor& t) {  // t's rows `outputs`, same shape otherwise (f32)
+    Tensor g = p.alloc({kept, t.numel() / n});
+    p.be.gather_rows(t, outputs, g);
+    g.shape = t.shape;
+    g.shape[0] = kept;
+    g.ndim = t.ndim;
+    return g;
+  };
+  Pass subset = p.subset(outputs);
+  mix.post = gather(mix.post);
+  mix.comb = gather(mix.comb);
+  Tensor hs = gather(h);
+  return output(subset, gather(x), hs, mix);
+}
+
+Tensor Block::output(Pass& p, const Tensor& x, Tensor& h, Backend::HcPreOut& mix) const {
+  Tensor attn = attention_.output(p, h, cache_layer_, scope_);
   Tensor y = hc_attn_.post(p, x, attn, mix);
   p.trace(scope_, "hc_attn_out", y);
 

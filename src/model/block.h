@@ -1,6 +1,7 @@
 // One DeepSeek-V4 block (spec §3 "Block"): attention and MoE, each between an hc_pre
 // and an hc_post of the hyper-connection streams.
 #pragma once
+#include <span>
 #include <string>
 
 #include "model/attention.h"
@@ -16,6 +17,10 @@ class Block {
 
   // x: [N, hc, D] streams → streams after the block.
   Tensor forward(Pass& p, const Tensor& x) const;
+  // Every row extends the caches; only rows `outputs` (ascending) go on through the attention
+  // output and the MoE: the result is their streams, [outputs, hc, D]. For rows whose outputs
+  // nothing reads (the MTP's rows behind its last, a prompt's rows before the last).
+  Tensor forward(Pass& p, const Tensor& x, std::span<const int64_t> outputs) const;
 
   const Attention& attention() const { return attention_; }
   const Moe& moe() const { return moe_; }
@@ -26,6 +31,9 @@ class Block {
   size_t cache_layer() const { return cache_layer_; }
 
  private:
+  // After the caches: attention output, hc_attn post, then the MoE between the hc_ffn pair, for p's rows.
+  Tensor output(Pass& p, const Tensor& x, Tensor& h, Backend::HcPreOut& mix) const;
+
   const BlockWeights& w_;
   float eps_;
   std::string scope_;

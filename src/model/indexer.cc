@@ -50,7 +50,6 @@ Tensor Indexer::top_k(Pass& p, const Tensor& q, const Tensor& weights, size_t la
 Tensor Indexer::select(Pass& p, const Tensor& x, const Tensor& qr, size_t layer, const std::string& scope) const {
   Tensor q = query(p, qr);
   p.trace(scope, "indexer.q", q);
-  compressor_.append(p, x, layer, scope);
   Tensor w = head_weights(p, x);
   p.trace(scope, "indexer.weights", w);
   return top_k(p, q, w, layer, scope);

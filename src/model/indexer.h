@@ -12,8 +12,12 @@ class Indexer {
  public:
   Indexer(const IndexerWeights& w, const ModelConfig& c, const RopeSpec& rope);
 
-  // Runs the indexer's own compressor over the pass and returns the selected entries
-  // [N, index_topk] (I32, −1 padded) for each row.
+  // Runs the indexer's own compressor over the pass's rows: its keys, for every row.
+  void extend(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const {
+    compressor_.append(p, x, layer, scope);
+  }
+  // The selected entries [N, index_topk] (I32, −1 padded) for each row of the pass (which may be
+  // a subset of the rows extend() saw).
   Tensor select(Pass& p, const Tensor& x, const Tensor& qr, size_t layer, const std::string& scope) const;
 
   // Components, exposed for tests:

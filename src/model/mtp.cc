@@ -58,11 +58,11 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   workspace_.reset();
   Pass p(target_.backend(), workspace_, tracer);
   const int64_t hc = c_.hc_mult, D = c_.hidden_size, width = hc * D;
-  std::vector<int64_t> logit_rows;
+  std::vector<int64_t> logit_rows, rows_begin;
   for (const Request& r : requests)
     DSV4_CHECK((r.host_streams != nullptr) != (r.stream_rows != nullptr),
                "mtp forward: a request needs its input streams from the host or from a table (one of them)");
-  p.add_requests(requests, c_.vocab_size, c_.max_position_embeddings, out.rows_begin, out.logits_begin, logit_rows);
+  p.add_requests(requests, c_.vocab_size, c_.max_position_embeddings, rows_begin, out.logits_begin, logit_rows);
   const int64_t n = p.rows();
 
   // The input rows: tables' rows in one load, host rows uploaded per request.
@@ -73,13 +73,13 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
     const Request& r = requests[i];
     const int64_t m = int64_t(r.tokens.size());
     if (r.host_streams) {
-      Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + m);
+      Tensor part = streams.slice(rows_begin[i], rows_begin[i] + m);
       p.be.from_host(part, r.host_streams);
       continue;
     }
     for (int64_t j = 0; j < m; ++j) {
       tables.push_back(r.stream_rows);
-      table_rows.push_back(p.positions[size_t(out.rows_begin[i] + j)]);
+      table_rows.push_back(p.positions[size_t(rows_begin[i] + j)]);
     }
   }
   if (int64_t(tables.size()) == n) {
@@ -89,18 +89,32 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
     for (size_t i = 0, t = 0; i < requests.size(); ++i) {
       if (!requests[i].stream_rows) continue;
       const int64_t m = int64_t(requests[i].tokens.size());
-      Tensor part = streams.slice(out.rows_begin[i], out.rows_begin[i] + m).reshape({m, width});
+      Tensor part = streams.slice(rows_begin[i], rows_begin[i] + m).reshape({m, width});
       p.be.load_rows(std::span(tables).subspan(t, size_t(m)), std::span(table_rows).subspan(t, size_t(m)), part);
       t += size_t(m);
     }
   }
-  Tensor x = block_.forward(p, combine(p, streams));
+  // Rows whose logits are not asked for only extend the cache: the block's output part (attention
+  // output, MoE) runs for the logit rows alone, except in a traced pass, which records every row.
+  const int64_t m = int64_t(logit_rows.size());
+  const bool every_row = p.tracing();
+  Tensor x = every_row ? block_.forward(p, combine(p, streams)) : block_.forward(p, combine(p, streams), logit_rows);
+  counts_.rows += n;
+  counts_.output_rows += x.dim(0);
+  std::vector<int64_t> rows_of_x = logit_rows;  // the logit rows' rows in x
+  if (!every_row)
+    for (int64_t i = 0; i < m; ++i) rows_of_x[size_t(i)] = i;
 
   out.vocab = head_view_.rows;
   out.hidden_width = width;
   HeadRescore rescore;
   if (options_.head) rescore = {&target_.weights().head, options_.rescore, &rescore_scratch_};
-  target_.head_rows(p, x, logit_rows, w_.hc_head, w_.norm, head_view_, out.logits, "mtp", rescore);
+  target_.head_rows(p, x, rows_of_x, w_.hc_head, w_.norm, head_view_, out.logits, "mtp", rescore);
+  if (x.dim(0) != m) {  // (traced) keep the logit rows' streams only
+    Tensor picked = p.alloc({m, hc, D});
+    p.be.gather_rows(x, logit_rows, picked);
+    x = picked;
+  }
   out.streams = x;  // (the workspace keeps it until the next pass)
   out.backend = &p.be;
   p.commit_sequences();

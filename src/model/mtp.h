@@ -45,18 +45,20 @@ class MtpModule {
     bool no_logits = false;               // rows for the cache only (a long prompt's): no head at all
     const RowTable* stream_rows = nullptr;
   };
+  // Logits and output streams come for the rows that ask for logits (every row of an all_logits
+  // request, the last of others, none of a no_logits one): the other rows only extend the cache,
+  // and skip the block's attention output and MoE (their outputs are never read).
   struct Output {
     std::vector<float> logits;            // [logit rows, vocab()]
-    std::vector<int64_t> logits_begin;
-    Tensor streams;                       // [rows, hc, D] in backend memory: the block's output (chained input)
-    std::vector<int64_t> rows_begin;
+    std::vector<int64_t> logits_begin;    // first logit row of each request
+    Tensor streams;                       // [logit rows, hc, D] in backend memory: the block's output (chained input)
     Backend* backend = nullptr;           // holds `streams` (until the next forward)
     int64_t vocab = 0, hidden_width = 0;
     const float* logits_row(size_t request, int64_t i = 0) const { return logits.data() + (logits_begin[request] + i) * vocab; }
     Tensor streams_rows(size_t request, int64_t first, int64_t n) const {
-      return streams.slice(rows_begin[request] + first, rows_begin[request] + first + n);
+      return streams.slice(logits_begin[request] + first, logits_begin[request] + first + n);
     }
-    std::vector<float> streams_host() const;  // [rows, hc·D] (tools and tests)
+    std::vector<float> streams_host() const;  // [logit rows, hc·D] (tools and tests)
   };
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
 
@@ -68,6 +70,11 @@ class MtpModule {
   const Block& block() const { return block_; }
   const MtpWeights& weights() const { return w_; }
   CachePools& pools() { return pools_; }
+  // Rows through the module so far, and those of them that went on past the caches.
+  struct Counts {
+    int64_t rows = 0, output_rows = 0;
+  };
+  const Counts& counts() const { return counts_; }
 
   // The combiner (exposed for tests): streams [N, hc, D] and tokens → the block input [N, hc, D].
   Tensor combine(Pass& p, const Tensor& streams) const;
@@ -82,7 +89,8 @@ class MtpModule {
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   Block block_;
-  WeightView head_view_;   // the draft head: the target's (possibly limited to the first rows) or options.head
+  WeightView head_view_;
+  Counts counts_;   // the draft head: the target's (possibly limited to the first rows) or options.head
 };
 
 }  // namespace dsv4

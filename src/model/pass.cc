@@ -49,6 +49,19 @@ void Pass::commit_sequences() {
   }
 }
 
+Pass Pass::subset(std::span<const int64_t> rows) const {
+  Pass q(be, ws, tracer);
+  q.phase = phase;
+  q.sequences = sequences;
+  for (int64_t r : rows) {
+    DSV4_CHECK(r >= 0 && r < this->rows(), "pass subset: row ", r, " of ", this->rows());
+    q.tokens.push_back(tokens[size_t(r)]);
+    q.positions.push_back(positions[size_t(r)]);
+    q.sequence_of_row.push_back(sequence_of_row[size_t(r)]);
+  }
+  return q;
+}
+
 const Tracer::Entry* Tracer::find(const std::string& name) const {
   auto it = entries_.find(name);
   return it == entries_.end() ? nullptr : &it->second;

@@ -69,6 +69,9 @@ struct Pass {
   }
   // After the pass: each sequence has grown by its rows; rows no rollback can need are released.
   void commit_sequences();
+  // The same pass over rows `rows` (ascending) only: for the part of a block whose outputs only
+  // those rows need, after every row has extended the caches. Never committed itself.
+  Pass subset(std::span<const int64_t> rows) const;
   LayerCache& cache(int64_t row, size_t layer) const {
     return sequences[size_t(sequence_of_row[size_t(row)])]->layer(layer);
   }

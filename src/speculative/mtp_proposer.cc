@@ -164,7 +164,7 @@ void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Dr
         s.streams.ensure_rows(position + 1);
         tables.push_back(&s.streams);
         at.push_back(position);
-        rows.push_back(out_.rows_begin[b] + int64_t(batch[b].tokens.size()) - 1);
+        rows.push_back(out_.logits_begin[b]);  // (its last row: the only one with logits)
         chained[i] = token;
         next.push_back({batch[b].sequence, nullptr, std::span<const int32_t>(&chained[i], 1), false, false, &s.streams});
         next_index.push_back(i);

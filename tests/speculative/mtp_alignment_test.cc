@@ -4,7 +4,9 @@
 //   holds target-conditioned rows after the prefill and after every draft extend;
 // - on the aligned preset (target = a fixed permutation of the current token, MTP = the
 //   same permutation one token later) every draft position is accepted; degrading the MTP
-//   with --perturb lowers acceptance. A one-position slip anywhere drops it to chance.
+//   with --perturb lowers acceptance. A one-position slip anywhere drops it to chance;
+// - rows whose logits nobody asks for only extend the MTP's cache (the block's attention output
+//   and MoE run for the logit rows alone), with the same bits as the full computation.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -97,6 +99,56 @@ TEST(MtpAlignment, PerturbedMtpIsAcceptedLess) {
   EXPECT_LT(b.acceptance_rate(), 0.9);
   EXPECT_GT(a.acceptance_rate(), 0.99);
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(out[i].tokens, ref[i].tokens) << "the target is unchanged";
+}
+
+TEST(MtpOutputRows, RowsWithoutLogitsOnlyExtendTheCache) {
+  auto engine = Engine::open(test::tiny_a_dir(), {test::test_backend(), true, 0, 16});
+  MtpModule& mtp = *engine->mtp;
+  const int64_t V = mtp.vocab(), W = mtp.hidden_width(), n = 12;
+  const std::vector<int32_t> all = test::random_prompt(n + 2, engine->config().vocab_size, 5);
+  const test::TeacherForced tf = test::teacher_forced(*engine, all);
+  const std::span<const int32_t> next(all.data() + 1, size_t(n));  // the token after each stream
+  using Rows = std::pair<int64_t, int64_t>;  // rows through the module, and those past the caches
+  struct Run {
+    std::unique_ptr<SequenceCache> seq;
+    MtpModule::Output out;
+  };
+  // One call; the rows it counted.
+  auto call = [&](Run& run, const float* streams, std::span<const int32_t> tokens, bool all_logits, bool no_logits) {
+    const MtpModule::Counts before = mtp.counts();
+    MtpModule::Request r{run.seq.get(), streams, tokens, all_logits, no_logits};
+    mtp.forward(std::span(&r, 1), run.out);
+    return Rows(mtp.counts().rows - before.rows, mtp.counts().output_rows - before.output_rows);
+  };
+
+  Run full{mtp.new_sequence(), {}};  // every row's logits: every row through the whole block
+  EXPECT_EQ(call(full, tf.hidden.data(), next, true, false), Rows(n, n));
+  const std::vector<float> full_streams = full.out.streams_host();
+  ASSERT_EQ(full_streams.size(), size_t(n * W));
+
+  Run last{mtp.new_sequence(), {}};  // the last row's logits (a first draft): one row past the caches
+  EXPECT_EQ(call(last, tf.hidden.data(), next, false, false), Rows(n, 1));
+  ASSERT_EQ(last.out.logits.size(), size_t(V));
+  EXPECT_TRUE(test::same_bits(last.out.logits_row(0), full.out.logits_row(0, n - 1), size_t(V)));
+  const std::vector<float> last_streams = last.out.streams_host();
+  ASSERT_EQ(last_streams.size(), size_t(W));
+  EXPECT_TRUE(test::same_bits(last_streams.data(), full_streams.data() + (n - 1) * W, size_t(W)));
+
+  Run split{mtp.new_sequence(), {}};  // a prompt's rows for the cache only, then the last row
+  EXPECT_EQ(call(split, tf.hidden.data(), next.first(size_t(n - 1)), false, true), Rows(n - 1, 0));
+  EXPECT_TRUE(split.out.logits.empty());
+  EXPECT_EQ(call(split, tf.hidden.data() + (n - 1) * W, next.last(1), false, false), Rows(1, 1));
+  EXPECT_TRUE(test::same_bits(split.out.logits_row(0), full.out.logits_row(0, n - 1), size_t(V)));
+
+  // The caches hold the same rows: a chained row on each gives the same bits.
+  const int32_t chained = all[size_t(n + 1)];
+  std::vector<std::vector<float>> logits;
+  for (Run* run : {&full, &last, &split}) {
+    call(*run, full_streams.data() + (n - 1) * W, std::span<const int32_t>(&chained, 1), false, false);
+    logits.push_back(run->out.logits);
+  }
+  EXPECT_TRUE(test::same_bits(logits[1].data(), logits[0].data(), size_t(V)));
+  EXPECT_TRUE(test::same_bits(logits[2].data(), logits[0].data(), size_t(V)));
 }
 
 }  // namespace

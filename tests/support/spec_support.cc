@@ -79,9 +79,8 @@ std::vector<std::vector<float>> mtp_chain(Engine& engine, const std::vector<floa
   for (size_t d = 0;; ++d) {
     logits.emplace_back(out.logits_row(0), out.logits_row(0) + out.vocab);
     if (d + 1 >= drafts.size()) break;
-    const int64_t last = d == 0 ? L - 1 : 0, w = out.hidden_width;
-    const std::vector<float> streams = out.streams_host();
-    stream.assign(streams.begin() + last * w, streams.begin() + (last + 1) * w);
+    const std::vector<float> streams = out.streams_host();  // (the last row's: the one with logits)
+    stream.assign(streams.begin(), streams.end());
     MtpModule::Request next{seq.get(), stream.data(), std::span<const int32_t>(&drafts[d], 1), false};
     mtp.forward(std::span(&next, 1), out);
   }
