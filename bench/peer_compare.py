@@ -11,7 +11,8 @@ Figures (names for --figures):
   decode        plain decode of 64 tokens after a short prompt
   ctxN          decode of 32 tokens after N tokens of context (e.g. ctx4096, ctx16384)
   prefillN      prefill of N tokens (e.g. prefill512, prefill4096)
-  specK         MTP speculative decoding, K drafts, on --spec-model (e.g. spec1, spec2, spec3)
+  specK         MTP speculative decoding, K drafts, on --spec-model (e.g. spec1, spec2, spec3);
+                both engines read the same prompt (ASCII text, given to ours as the peer's byte ids)
 
 Ours: `dsv4 generate ... --json`. The peer: `llama-bench -o json` (plain figures) and
 `llama-speculative-simple --spec-type draft-mtp` (speculative figures). Needs Python 3 and,
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 
 def log(*a):
@@ -60,7 +62,9 @@ def timed(cmd, stdin=None, timeout=7200):
     """Runs cmd under /usr/bin/time; returns (returncode, stdout, stderr, peak RSS in MB)."""
     with tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss:
         full = ["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd
-        p = subprocess.run(full, input=stdin, capture_output=True, text=True, timeout=timeout)
+        # errors="replace": the peer prints its byte tokens as they come, not always UTF-8
+        p = subprocess.run(full, input=stdin, capture_output=True, text=True, errors="replace",
+                           timeout=timeout)
         try:
             peak = float(open(rss.name).read().strip().splitlines()[-1]) / 1024.0
         except (ValueError, IndexError):
@@ -79,6 +83,16 @@ def token_file(work, n, vocab, seed):
         rng = random.Random(seed)
         with open(path, "w") as f:
             f.write("0\n" + "".join(f"{rng.randrange(2, vocab)}\n" for _ in range(n - 1)))
+    return path
+
+
+def text_token_file(work, text):
+    """The peer's tokens for `text`: its converted vocabulary is bytes (ids 0..255) with no merges
+    that ASCII letters reach and no BOS, so both engines read the same prompt."""
+    path = os.path.join(work, f"prompt_text_{len(text)}_{zlib.crc32(text.encode()):08x}.txt")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("".join(f"{b}\n" for b in text.encode("ascii")))
     return path
 
 
@@ -196,8 +210,9 @@ def main():
         elif fig.startswith("spec"):
             k = int(fig[4:])
             n_prompt = window + 32  # past the first window, as a long generation runs
-            ours = lambda k=k: r.ours(model, token_file(a.work, n_prompt, vocab, 4), 64, draft=k)
-            text = "".join(random.Random(5).choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(n_prompt))
+            rng = random.Random(5)
+            text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(n_prompt))
+            ours = lambda k=k, text=text: r.ours(model, text_token_file(a.work, text), 64, draft=k)
             peer = lambda k=k: r.speculative(target, mtp, k, 64, text)
             key = "decode"
         else:
