@@ -1,7 +1,5 @@
 #include "model/block.h"
 
-#include <vector>
-
 #include "core/error.h"
 
 namespace dsv4 {
@@ -12,24 +10,26 @@ Block::Block(const BlockWeights& w, const ModelConfig& c, std::string scope, siz
       attention_(w.attn, c, w.compress_ratio), moe_(w.ffn, c, w.hash_routed) {}
 
 Tensor Block::forward(Pass& p, const Tensor& x) const {
-  std::vector<int64_t> all(size_t(x.dim(0)));
-  for (size_t r = 0; r < all.size(); ++r) all[r] = int64_t(r);
-  return forward(p, x, all);
+  AttnInput in = extend_caches(p, x);
+  return output(p, x, in.h, in.mix);
+}
+
+Block::AttnInput Block::extend_caches(Pass& p, const Tensor& x) const {
+  p.trace(scope_, "in", x);
+  AttnInput in{hc_attn_.pre(p, x, scope_), p.alloc({x.dim(0), x.dim(2)})};
+  p.be.rms_norm(in.mix.u, w_.attn_norm, eps_, in.h);
+  p.trace(scope_, "attn_in", in.h);
+  attention_.extend_caches(p, in.h, cache_layer_, scope_);  // every row: later rows attend to it
+  return in;
 }
 
 Tensor Block::forward(Pass& p, const Tensor& x, std::span<const int64_t> outputs) const {
-  p.trace(scope_, "in", x);
   const int64_t n = x.dim(0), kept = int64_t(outputs.size());
   for (int64_t i = 0; i < kept; ++i)
     DSV4_CHECK(outputs[size_t(i)] >= (i ? outputs[size_t(i - 1)] + 1 : 0) && outputs[size_t(i)] < n, scope_,
                ": output rows must be ascending rows of the ", n, " in the pass");
-
-  auto mix = hc_attn_.pre(p, x, scope_);
-  Tensor h = p.alloc({n, x.dim(2)});
-  p.be.rms_norm(mix.u, w_.attn_norm, eps_, h);
-  p.trace(scope_, "attn_in", h);
-  attention_.extend_caches(p, h, cache_layer_, scope_);  // every row: later rows attend to it
-  if (kept == n) return output(p, x, h, mix);
+  AttnInput in = extend_caches(p, x);
+  if (kept == n) return output(p, x, in.h, in.mix);
   if (kept == 0) {  // (a zero-row view)
     Tensor none = x;
     none.shape[0] = 0;
@@ -46,10 +46,10 @@ Tensor Block::forward(Pass& p, const Tensor& x, std::span<const int64_t> outputs
     return g;
   };
   Pass subset = p.subset(outputs);
-  mix.post = gather(mix.post);
-  mix.comb = gather(mix.comb);
-  Tensor hs = gather(h);
-  return output(subset, gather(x), hs, mix);
+  in.mix.post = gather(in.mix.post);
+  in.mix.comb = gather(in.mix.comb);
+  Tensor hs = gather(in.h);
+  return output(subset, gather(x), hs, in.mix);
 }
 
 Tensor Block::output(Pass& p, const Tensor& x, Tensor& h, Backend::HcPreOut& mix) const {

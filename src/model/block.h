@@ -31,6 +31,12 @@ class Block {
   size_t cache_layer() const { return cache_layer_; }
 
  private:
+  struct AttnInput {
+    Backend::HcPreOut mix;  // hc_attn's pre-mix of the streams
+    Tensor h;               // attn_norm(mix.u): the attention's input
+  };
+  // hc_attn pre, the attention norm and the attention's cache extension, for every row of p.
+  AttnInput extend_caches(Pass& p, const Tensor& x) const;
   // After the caches: attention output, hc_attn post, then the MoE between the hc_ffn pair, for p's rows.
   Tensor output(Pass& p, const Tensor& x, Tensor& h, Backend::HcPreOut& mix) const;
 

@@ -98,7 +98,8 @@ void MtpModule::forward(std::span<const Request> requests, Output& out, Tracer* 
   // output, MoE) runs for the logit rows alone, except in a traced pass, which records every row.
   const int64_t m = int64_t(logit_rows.size());
   const bool every_row = p.tracing();
-  Tensor x = every_row ? block_.forward(p, combine(p, streams)) : block_.forward(p, combine(p, streams), logit_rows);
+  const Tensor in = combine(p, streams);
+  Tensor x = every_row ? block_.forward(p, in) : block_.forward(p, in, logit_rows);
   counts_.rows += n;
   counts_.output_rows += x.dim(0);
   std::vector<int64_t> rows_of_x = logit_rows;  // the logit rows' rows in x
