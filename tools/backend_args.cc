@@ -16,7 +16,14 @@ void add_backend_options(CLI::App* cmd, BackendOptions& options) {
   cmd->add_option("--threads", options.threads, "threads of the cpu backend (0 = all cores)");
 }
 
-void add_prefault_option(CLI::App* cmd, bool& prefault) {
+void add_weight_options(CLI::App* cmd, bool& prefault, WeightPlacement& weights) {
+  cmd->add_option_function<std::string>(
+         "--weights", [&weights](const std::string& name) { weights = parse_weight_placement(name); },
+         "where the cpu backend reads the weights: memory (a copy on huge pages: faster steps, a "
+         "slower start), mapped (the checkpoint's pages in place), auto (memory where the checkpoint "
+         "fits in available memory)")
+      ->check(CLI::IsMember({"auto", "mapped", "memory"}))
+      ->default_str(weight_placement_name(weights));
   cmd->add_flag_callback(
       "--no-prefault", [&prefault] { prefault = false; },
       "map the weights' pages on first use instead of at load (faster start; the first steps fault)");

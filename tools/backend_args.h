@@ -1,14 +1,16 @@
-// --backend and --threads: how every command that runs a model picks its backend; --no-prefault:
-// how it maps the checkpoint.
+// --backend and --threads: how every command that runs a model picks its backend; --weights and
+// --no-prefault: where it reads the weights from.
 #pragma once
 #include <CLI/CLI.hpp>
 
 #include "backend/backends.h"
+#include "engine/engine.h"
 
 namespace dsv4::cli {
 
 void add_backend_options(CLI::App* cmd, BackendOptions& options);
-// --no-prefault sets prefault to false (EngineOptions::prefault).
-void add_prefault_option(CLI::App* cmd, bool& prefault);
+// --weights auto|mapped|memory (EngineOptions::weights); --no-prefault sets prefault to false
+// (EngineOptions::prefault).
+void add_weight_options(CLI::App* cmd, bool& prefault, WeightPlacement& weights);
 
 }  // namespace dsv4::cli

@@ -27,6 +27,7 @@ namespace {
 
 struct ChatArgs {
   bool prefault = true;  // --no-prefault
+  WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, system, prompt_file;
   bool thinking = false;
   int draft = 0;
@@ -68,7 +69,7 @@ int run_chat(const ChatArgs& a) {
   DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
   auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault});
+                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
   const int draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
@@ -203,7 +204,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
   cmd->add_option("--seed", args->seed, "random seed for sampling");
   add_backend_options(cmd, args->backend);
-  add_prefault_option(cmd, args->prefault);
+  add_weight_options(cmd, args->prefault, args->weights);
   cmd->add_option("--prompt-file", args->prompt_file,
                   "the first user turn from a file ('-': all of standard input, then the chat ends)");
   cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass (bounds memory)")

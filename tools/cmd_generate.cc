@@ -23,6 +23,7 @@ namespace {
 
 struct GenerateArgs {
   bool prefault = true;  // --no-prefault
+  WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model;
   std::vector<std::string> prompt_tokens;
   std::string prompt;  // text (needs the checkpoint's tokenizer)
@@ -48,7 +49,7 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
   auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault});
+                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
   const ModelConfig& c = engine->config();
   const int draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
@@ -143,7 +144,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
   add_draft_head_option(cmd, args->draft_head);
   add_backend_options(cmd, args->backend);
-  add_prefault_option(cmd, args->prefault);
+  add_weight_options(cmd, args->prefault, args->weights);
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens per prefill pass (bounds memory; any size gives the same output)")
       ->capture_default_str();

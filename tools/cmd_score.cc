@@ -17,6 +17,7 @@ namespace {
 
 struct ScoreArgs {
   bool prefault = true;  // --no-prefault
+  WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, tokens, tokens_file, out, dump;
   int64_t prompt_len = 1;
   BackendOptions backend;
@@ -33,7 +34,7 @@ double log_softmax_at(const float* logits, int64_t V, int32_t token) {
 int argmax(const float* v, int64_t n) { return int(std::max_element(v, v + n) - v); }
 
 int run_score(const ScoreArgs& a) {
-  auto engine = Engine::open(a.model, {.backend = a.backend, .prefault = a.prefault});
+  auto engine = Engine::open(a.model, {.backend = a.backend, .prefault = a.prefault, .weights = a.weights});
   const ModelConfig& c = engine->config();
   std::vector<int32_t> tokens = a.tokens_file.empty() ? parse_token_list(a.tokens) : read_token_file(a.tokens_file);
   const int64_t T = int64_t(tokens.size()), P = a.prompt_len, V = c.vocab_size, W = c.hc_mult * c.hidden_size;
@@ -121,7 +122,7 @@ void register_score(CLI::App& app, CommandResult& result) {
   cmd->add_option("--dump-intermediates", args->dump,
                   "write the named intermediates of the prefill and the first decode call to this .safetensors");
   add_backend_options(cmd, args->backend);
-  add_prefault_option(cmd, args->prefault);
+  add_weight_options(cmd, args->prefault, args->weights);
   cmd->callback([args, &result, tok, file] {
     if (tok->count() == 0 && file->count() == 0) throw CLI::RequiredError("--tokens or --tokens-file");
     result.exit_code = run_score(*args);

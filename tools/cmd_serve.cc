@@ -25,6 +25,7 @@ namespace {
 
 struct ServeArgs {
   bool prefault = true;  // --no-prefault
+  WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, draft = 0, max_sequences = 8, max_waiting = 64;
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
@@ -81,7 +82,7 @@ int run_serve(const ServeArgs& a) {
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
     engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault});
+                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
     const int draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
@@ -130,7 +131,7 @@ void register_serve(CLI::App& app, CommandResult& result) {
   cmd->add_option("--force-output-file", args->force_output_file)->group("");
   cmd->add_option("--load-delay-ms", args->load_delay_ms)->group("");  // test aid: a slow load, to see /health 503
   add_backend_options(cmd, args->backend);
-  add_prefault_option(cmd, args->prefault);
+  add_weight_options(cmd, args->prefault, args->weights);
   cmd->callback([args, &result] { result.exit_code = run_serve(*args); });
 }
 

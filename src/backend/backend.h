@@ -9,6 +9,7 @@
 // order whatever the number of rows, so results never depend on how tokens are batched.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -70,8 +71,14 @@ class Backend : public DeviceMemory {
   // ---- weights
   // Called once per model, before its first pass, with every weight view the model uses: a
   // backend may place or repack the weights in its own memory and rewrite the views (a GPU
-  // backend uploads them). The CPU and reference backends read the mapped checkpoint in place.
-  virtual void prepare(std::span<WeightView* const> weights) { (void)weights; }
+  // backend uploads them), calling `copied` with each source range it no longer reads (the
+  // caller may release those pages). The reference backend reads the mapped checkpoint in place;
+  // the CPU backend too, unless BackendOptions::weights_in_memory (cpu_weights.cc).
+  using CopiedRange = std::function<void(const void* data, size_t bytes)>;
+  virtual void prepare(std::span<WeightView* const> weights, const CopiedRange& copied = {}) {
+    (void)weights;
+    (void)copied;
+  }
 
   // Waits until every op issued so far has completed. Ops of host backends complete before they
   // return; a device backend queues them, and to_host() waits for the ops before it.

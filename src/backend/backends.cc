@@ -30,7 +30,11 @@ BackendKind parse_backend_kind(std::string_view name) {
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   switch (options.kind) {
-    case BackendKind::Cpu: return std::make_unique<CpuBackend>(options.threads);
+    case BackendKind::Cpu: {
+      auto cpu = std::make_unique<CpuBackend>(options.threads);
+      cpu->set_weights_in_memory(options.weights_in_memory);
+      return cpu;
+    }
     case BackendKind::Reference: return std::make_unique<ReferenceBackend>();
   }
   throw Error(cat("make_backend: unknown backend kind ", int(options.kind)));

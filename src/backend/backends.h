@@ -18,6 +18,9 @@ enum class BackendKind : uint8_t {
 struct BackendOptions {
   BackendKind kind = BackendKind::Cpu;
   int threads = 0;  // the CPU backend's threads (0 = all cores); others ignore it
+  // The CPU backend copies the weights into its own memory on huge pages at prepare() instead of
+  // reading the mapped checkpoint in place (cpu_weights.cc); others ignore it.
+  bool weights_in_memory = false;
 };
 
 const char* backend_kind_name(BackendKind kind);

@@ -26,8 +26,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kNames[] = {"release", "bf16", "hf-bf16", "fp8-experts", "nvfp4", "ct-nvfp4", "ct-fp8", "ct-int4"};
-constexpr int kEncodings = int(sizeof(kNames) / sizeof(kNames[0]));
+constexpr const char* kEncodingNames[] = {"release", "bf16", "hf-bf16", "fp8-experts", "nvfp4", "ct-nvfp4", "ct-fp8", "ct-int4"};
+constexpr int kEncodings = int(sizeof(kEncodingNames) / sizeof(kEncodingNames[0]));
 
 
 // One output tensor: its declaration and how to produce its bytes (called once, in order).
@@ -294,15 +294,15 @@ json output_config(const ModelConfig& c, CheckpointEncoding e) {
 
 CheckpointEncoding parse_checkpoint_encoding(const std::string& name) {
   for (int i = 0; i < kEncodings; ++i)
-    if (name == kNames[i]) return CheckpointEncoding(i);
+    if (name == kEncodingNames[i]) return CheckpointEncoding(i);
   throw Error(cat("unknown encoding '", name, "'; known: ", checkpoint_encoding_names()));
 }
 
-const char* checkpoint_encoding_name(CheckpointEncoding e) { return kNames[int(e)]; }
+const char* checkpoint_encoding_name(CheckpointEncoding e) { return kEncodingNames[int(e)]; }
 
 std::string checkpoint_encoding_names() {
   std::string s;
-  for (const char* n : kNames) s += (s.empty() ? "" : "|") + std::string(n);
+  for (const char* n : kEncodingNames) s += (s.empty() ? "" : "|") + std::string(n);
   return s;
 }
 

@@ -125,4 +125,10 @@ DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t row
              codes_.size() + scales_.size(), " held");
 }
 
+void DraftHead::release_if_moved() {
+  if (view_.data == codes_.data()) return;
+  std::vector<uint8_t>().swap(codes_);
+  std::vector<uint8_t>().swap(scales_);
+}
+
 }  // namespace dsv4

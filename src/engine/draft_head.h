@@ -54,6 +54,8 @@ class DraftHead {
   const WeightView& view() const { return view_; }
   WeightView& view() { return view_; }  // for Backend::prepare (which may move it)
   DraftHeadFormat format() const { return format_; }
+  // Frees the copy's bytes when the view no longer reads them (a backend placed them elsewhere).
+  void release_if_moved();
 
  private:
   DraftHeadFormat format_;

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include "core/error.h"
 #include "io/mapped_file.h"
 
 namespace dsv4 {
@@ -11,10 +12,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
   // fault, and decoding reaches most experts for the first time over its first hundreds of
   // tokens. A checkpoint larger than the memory available would evict its own pages while they
   // are being mapped: skipped.
-  if (options.prefault && int64_t(e->files->store.file_bytes()) <= available_memory_bytes())
-    e->files->store.prefault();
+  const bool fits = int64_t(e->files->store.file_bytes()) <= available_memory_bytes();
+  BackendOptions backend = options.backend;
+  backend.weights_in_memory = options.weights == WeightPlacement::Memory || (options.weights == WeightPlacement::Auto && fits);
+  // (Weights copied into the backend's memory are read once, in order: no faults to save.)
+  if (options.prefault && fits && !backend.weights_in_memory) e->files->store.prefault();
   const bool mtp = options.load_mtp && e->files->has_mtp();
-  e->backend = make_backend(options.backend);
+  e->backend = make_backend(backend);
   // The draft head's copy is read from the mapped head before the backend may move the weights.
   const WeightView& head = e->files->weights.head;
   const DraftHeadFormat head_format =
@@ -23,7 +27,12 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
     e->draft_head = std::make_unique<DraftHead>(head, head_format, options.mtp_vocab, options.backend.threads);
   std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);
   if (e->draft_head) views.push_back(&e->draft_head->view());
-  e->backend->prepare(views);
+  // (A backend that copies the weights releases the mapping's pages as it goes: one copy at a time.)
+  const TensorStore& store = e->files->store;
+  e->backend->prepare(views, [&store](const void* p, size_t bytes) {
+    store.drop_pages(static_cast<const uint8_t*>(p), bytes);
+  });
+  if (e->draft_head) e->draft_head->release_if_moved();
   e->target = std::make_unique<Transformer>(e->files->config, e->files->weights, *e->backend,
                                             TransformerOptions{options.max_rollback});
   if (mtp) {
@@ -34,6 +43,21 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
     e->proposer = std::make_unique<MtpProposer>(*e->mtp);
   }
   return e;
+}
+
+const char* weight_placement_name(WeightPlacement p) {
+  switch (p) {
+    case WeightPlacement::Auto: return "auto";
+    case WeightPlacement::Mapped: return "mapped";
+    case WeightPlacement::Memory: return "memory";
+  }
+  return "?";
+}
+
+WeightPlacement parse_weight_placement(const std::string& name) {
+  for (WeightPlacement p : {WeightPlacement::Auto, WeightPlacement::Mapped, WeightPlacement::Memory})
+    if (name == weight_placement_name(p)) return p;
+  throw Error(cat("unknown weight placement '", name, "' (choose auto|mapped|memory)"));
 }
 
 }  // namespace dsv4

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "backend/backends.h"
 #include "engine/draft_head.h"
@@ -13,6 +14,14 @@
 
 namespace dsv4 {
 
+// Where the CPU backend reads the weights: in place from the mapped checkpoint, or from a copy in
+// its own memory on huge pages (faster steps, a slower start: backend/cpu/cpu_weights.cc). Auto:
+// the copy where the checkpoint fits in the memory available, else in place.
+enum class WeightPlacement : uint8_t { Auto, Mapped, Memory };
+const char* weight_placement_name(WeightPlacement p);
+// "auto" | "mapped" | "memory"; throws Error naming the choices otherwise.
+WeightPlacement parse_weight_placement(const std::string& name);
+
 struct EngineOptions {
   BackendOptions backend;          // which backend runs the model (and its threads)
   bool load_mtp = true;            // false: no draft proposer even if the checkpoint has one
@@ -21,6 +30,7 @@ struct EngineOptions {
   DraftHeadFormat draft_head = DraftHeadFormat::Target;  // the draft head: the target's, or a copy (draft_head.h)
   int64_t draft_rescore = 64;      // with a copy: logits per draft row recomputed exactly (model/head_rescore.h)
   bool prefault = true;            // map every page of the weights at open, where they fit in available memory
+  WeightPlacement weights = WeightPlacement::Auto;  // where the backend reads the weights from
 };
 
 struct Engine {

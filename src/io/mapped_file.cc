@@ -54,6 +54,16 @@ void MappedFile::prefault() const {
   (void)sink;
 }
 
+void MappedFile::drop_pages(const uint8_t* p, size_t bytes) const {
+  DSV4_CHECK(contains(p) && bytes <= size_t(data_ + size_ - p), path_, ": drop_pages outside the mapping");
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  // Pages shared with bytes not dropped stay. The mapping is private and never written: dropping
+  // loses nothing.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 int64_t available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;

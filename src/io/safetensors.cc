@@ -232,4 +232,9 @@ void TensorStore::prefault() const {
   for (const auto& f : files_) f->mapping().prefault();
 }
 
+void TensorStore::drop_pages(const uint8_t* p, size_t bytes) const {
+  for (const auto& f : files_)
+    if (f->mapping().contains(p)) return f->mapping().drop_pages(p, bytes);
+}
+
 }  // namespace dsv4

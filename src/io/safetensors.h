@@ -64,6 +64,8 @@ class TensorStore {
   const std::filesystem::path& root() const { return root_; }
   uint64_t file_bytes() const;  // all mapped files, headers included
   void prefault() const;        // MappedFile::prefault of every file
+  // MappedFile::drop_pages for a range in one of the files; ranges elsewhere are left alone.
+  void drop_pages(const uint8_t* p, size_t bytes) const;
 
  private:
   std::filesystem::path root_;

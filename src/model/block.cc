@@ -49,6 +49,7 @@ Tensor Block::forward(Pass& p, const Tensor& x, std::span<const int64_t> outputs
   in.mix.post = gather(in.mix.post);
   in.mix.comb = gather(in.mix.comb);
   Tensor hs = gather(in.h);
+  PromptRowsScope prompt(p.be, subset.prompt_rows, p.prompt_rows);
   return output(subset, gather(x), hs, in.mix);
 }
 

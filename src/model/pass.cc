@@ -58,6 +58,7 @@ Pass Pass::subset(std::span<const int64_t> rows) const {
     q.tokens.push_back(tokens[size_t(r)]);
     q.positions.push_back(positions[size_t(r)]);
     q.sequence_of_row.push_back(sequence_of_row[size_t(r)]);
+    if (r < prompt_rows) ++q.prompt_rows;
   }
   return q;
 }

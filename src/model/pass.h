@@ -44,6 +44,8 @@ struct Pass {
   std::vector<int64_t> positions;         // per row
   std::vector<int32_t> sequence_of_row;   // per row, index into `sequences`
 
+  int64_t prompt_rows = 0;                // rows [0, prompt_rows) are a prompt's (Backend::set_prompt_rows)
+
   int64_t rows() const { return int64_t(tokens.size()); }
 
   // Adds a sequence's next tokens as rows at positions length..length+n-1 (checking the
@@ -70,7 +72,8 @@ struct Pass {
   // After the pass: each sequence has grown by its rows; rows no rollback can need are released.
   void commit_sequences();
   // The same pass over rows `rows` (ascending) only: for the part of a block whose outputs only
-  // those rows need, after every row has extended the caches. Never committed itself.
+  // those rows need, after every row has extended the caches. Never committed itself. Its prompt
+  // rows are those of `rows` below prompt_rows (still a prefix).
   Pass subset(std::span<const int64_t> rows) const;
   LayerCache& cache(int64_t row, size_t layer) const {
     return sequences[size_t(sequence_of_row[size_t(row)])]->layer(layer);
@@ -83,6 +86,22 @@ struct Pass {
   void trace(const std::string& scope, const std::string& name, const Tensor& t) const {
     if (tracer) tracer->record(scope + "." + phase + "." + name, t, be);
   }
+};
+
+// Tells the backend which rows of the ops run while it lives are a prompt's (its prompt kernels
+// may round differently: every kind of row keeps one sequence of operations), and sets `after`
+// when it ends (also on errors).
+class PromptRowsScope {
+ public:
+  PromptRowsScope(Backend& be, int64_t rows, int64_t after = 0) : be_(be), after_(after) { be_.set_prompt_rows(rows); }
+  ~PromptRowsScope() { end(); }
+  PromptRowsScope(const PromptRowsScope&) = delete;
+  PromptRowsScope& operator=(const PromptRowsScope&) = delete;
+  void end() { be_.set_prompt_rows(after_); }
+
+ private:
+  Backend& be_;
+  int64_t after_;
 };
 
 }  // namespace dsv4

@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -71,21 +72,6 @@ void Transformer::head_rows(Pass& p, const Tensor& x, std::span<const int64_t> r
   if (rescore.enabled()) rescore_top_logits(p, y, rescore, head_w.rows, host);
 }
 
-namespace {
-
-// Tells the backend which rows are a prompt's for the duration of a pass (also on errors).
-class PromptRows {
- public:
-  PromptRows(Backend& be, int64_t rows) : be_(be) { be_.set_prompt_rows(rows); }
-  ~PromptRows() { end(); }
-  void end() { be_.set_prompt_rows(0); }
-
- private:
-  Backend& be_;
-};
-
-}  // namespace
-
 void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
   DSV4_CHECK(!requests.empty(), "forward: no requests");
   workspace_.reset();
@@ -95,21 +81,49 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
                  logit_rows);
 
   const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
-  int64_t prompt_rows = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].prompt) continue;
-    DSV4_CHECK(prompt_rows == out.rows_begin[i], "forward: prompt requests must come before the others");
-    prompt_rows += int64_t(requests[i].tokens.size());
+    DSV4_CHECK(p.prompt_rows == out.rows_begin[i], "forward: prompt requests must come before the others");
+    p.prompt_rows += int64_t(requests[i].tokens.size());
   }
-  PromptRows prompt_scope(backend_, prompt_rows);
+  // The rows whose streams leave the last block: every row of a request that reads them, the
+  // logit rows of the others (the rest only extend the last block's caches). Each request's
+  // rows_begin becomes its first row among them.
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const int64_t begin = out.rows_begin[i], end = begin + int64_t(requests[i].tokens.size());
+    const int64_t first_logit = out.logits_begin[i];
+    const int64_t end_logit = i + 1 < requests.size() ? out.logits_begin[i + 1] : int64_t(logit_rows.size());
+    out.rows_begin[i] = int64_t(kept.size());
+    if (requests[i].streams)
+      for (int64_t r = begin; r < end; ++r) kept.push_back(r);
+    else
+      kept.insert(kept.end(), logit_rows.begin() + first_logit, logit_rows.begin() + end_logit);
+  }
+  PromptRowsScope prompt_scope(backend_, p.prompt_rows);
   Tensor x = p.alloc({n, hc, D});
   p.be.embed(weights_.embed, p.tokens, hc, x);
-  for (const Block& block : blocks_) x = block.forward(p, x);
+  // Each block's output is copied into the other of two stream buffers and its intermediates
+  // are freed, so the pass's scratch memory is one block's, whatever the depth.
+  Tensor spare = p.alloc({n, hc, D});
+  std::vector<int64_t> every_row(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) every_row[size_t(i)] = i;
+  const Workspace::Mark layers_begin = workspace_.mark();
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const bool last = l + 1 == blocks_.size();
+    const Tensor y = last && int64_t(kept.size()) < n ? blocks_[l].forward(p, x, kept) : blocks_[l].forward(p, x);
+    spare.shape[0] = y.dim(0);
+    if (y.dim(0) > 0) p.be.gather_rows(y, std::span<const int64_t>(every_row).first(size_t(y.dim(0))), spare);
+    workspace_.rewind(layers_begin);
+    std::swap(x, spare);
+  }
   prompt_scope.end();  // the head's rows are gathered: no longer a prefix
 
   out.vocab = config_.vocab_size;
   out.hidden_width = hc * D;
-  // Only the rows whose logits are wanted go through the head.
+  // Only the rows whose logits are wanted go through the head (their places among the kept rows).
+  if (int64_t(kept.size()) < n)
+    for (int64_t& r : logit_rows) r = std::lower_bound(kept.begin(), kept.end(), r) - kept.begin();
   head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
   out.hidden = x;  // (the workspace keeps it until the next pass)
   out.backend = &backend_;

@@ -31,14 +31,17 @@ class Transformer {
     bool all_logits = false;  // logits of every row (verification), else of the last row only
     bool no_logits = false;   // no logits at all (a chunk of a prompt that is not its last)
     bool prompt = false;      // rows of a prompt (before the others): the backend's prompt kernels
+    bool streams = true;      // Output::hidden has every row (the MTP reads them), else only the logit rows
   };
   // Logits come to the host (they are sampled); the streams stay in backend memory, where the
   // MTP module reads them, until the next forward().
   struct Output {
     std::vector<float> logits;          // [logit rows, V]
     std::vector<int64_t> logits_begin;  // first logit row of each request
-    Tensor hidden;                      // [rows, hc, D] in backend memory: the streams after the last block
-    std::vector<int64_t> rows_begin;    // first row of each request
+    // [rows, hc, D] in backend memory: the streams after the last block of every row of the
+    // requests that ask for them (Request::streams) and of the logit rows of the others.
+    Tensor hidden;
+    std::vector<int64_t> rows_begin;    // first row of each request in `hidden`
     Backend* backend = nullptr;         // holds `hidden`
     const float* logits_row(size_t request, int64_t i = 0) const;
     // Rows [first, first + n) of request's streams (backend memory).

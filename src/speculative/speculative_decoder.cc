@@ -291,6 +291,9 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
 
   std::vector<Draft> drafts;
   if (!running.empty()) draft(running, drafts);
+  // The proposer reads the target's streams of every row of a sequence it drafts for; for the
+  // others the last block computes only the rows whose logits are read.
+  auto drafts_from = [](const Sequence& s) { return s.draft_state || s.options.draft_tokens > 0; };
 
   // One target pass: the next chunk of each new prompt, then [last, d_1..d_n] of every running sequence.
   std::vector<std::vector<int32_t>> verify_tokens(running.size());
@@ -302,12 +305,13 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
     requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
-                        false, /*no_logits=*/!last, /*prompt=*/true});
+                        false, /*no_logits=*/!last, /*prompt=*/true, /*streams=*/drafts_from(*s)});
   }
   for (size_t r = 0; r < running.size(); ++r) {
     verify_tokens[r].assign(1, running[r]->last());
     verify_tokens[r].insert(verify_tokens[r].end(), drafts[r].tokens.begin(), drafts[r].tokens.end());
-    requests.push_back({running[r]->cache.get(), verify_tokens[r], true});
+    requests.push_back({running[r]->cache.get(), verify_tokens[r], true, false, false,
+                        /*streams=*/drafts_from(*running[r])});
   }
   target_.forward(requests, out_);
   if (!running.empty()) ++metrics_.passes;

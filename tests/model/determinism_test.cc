@@ -161,6 +161,62 @@ TEST_P(DeterminismTest, TruncateRestoresTheStateExactly) {
   std::printf("checked %lld rollbacks\n", (long long)checked);
 }
 
+// Rows whose final streams nobody reads (Request::streams = false: no drafting) skip the last
+// block's attention output and MoE, and give the same logits and logit-row streams bit for bit.
+TEST_P(DeterminismTest, UnreadStreamsSkipTheLastBlocksOutputsWithIdenticalBits) {
+  const Case& c = GetParam();
+  auto files = ModelFiles::open(checkpoint_for(c));
+  auto backend = test::make_test_backend();
+  Transformer model(files->config, files->weights, *backend, {16});
+  const auto tokens = random_tokens(c.tokens, files->config.vocab_size, 31);
+  const int64_t P = c.tokens * 2 / 3, half = P / 2, W = files->config.hc_mult * files->config.hidden_size;
+
+  struct Seen {
+    std::vector<float> logits, logit_streams, other_streams;
+    std::vector<int64_t> hidden_rows;
+  };
+  auto run = [&](bool streams) {
+    Seen seen;
+    auto seq = model.new_sequence(), other = model.new_sequence();
+    Transformer::Output out;
+    auto record = [&] {
+      seen.logits.insert(seen.logits.end(), out.logits.begin(), out.logits.end());
+      seen.hidden_rows.push_back(out.hidden.dim(0));
+      const std::vector<float> h = out.hidden_host();
+      if (!out.logits.empty())  // the streams of the first request's last logit row
+        seen.logit_streams.insert(seen.logit_streams.end(), h.end() - W, h.end());
+    };
+    auto step = [&](int64_t at, int64_t n, bool all_logits, bool no_logits, bool prompt) {
+      Transformer::Request r{seq.get(), std::span<const int32_t>(tokens).subspan(size_t(at), size_t(n)), all_logits,
+                             no_logits, prompt, streams};
+      model.forward(std::span(&r, 1), out);
+      record();
+    };
+    step(0, half, false, /*no_logits=*/true, /*prompt=*/true);  // a prompt's first chunk
+    step(half, P - half, false, false, true);                   // its last chunk
+    for (int64_t t = P; t < P + 3; ++t) step(t, 1, false, false, false);
+    step(P + 3, 4, /*all_logits=*/true, false, false);          // a verification pass
+    // A prompt chunk batched with another sequence's verification (whose streams are read).
+    std::vector<Transformer::Request> batch{
+        {other.get(), std::span<const int32_t>(tokens).first(size_t(P)), false, false, true, streams},
+        {seq.get(), std::span<const int32_t>(tokens).subspan(size_t(P + 7), 3), true, false, false, true}};
+    model.forward(batch, out);
+    seen.logits.insert(seen.logits.end(), out.logits.begin(), out.logits.end());
+    seen.hidden_rows.push_back(out.hidden.dim(0));
+    seen.hidden_rows.push_back(out.rows_begin[1]);
+    const std::vector<float> h = out.hidden_host();
+    seen.other_streams.assign(h.begin() + out.rows_begin[1] * W, h.begin() + (out.rows_begin[1] + 3) * W);
+    return seen;
+  };
+  const Seen full = run(true), lean = run(false);
+  EXPECT_TRUE(bit_identical(full.logits, lean.logits)) << "logits";
+  EXPECT_TRUE(bit_identical(full.logit_streams, lean.logit_streams)) << "streams of the logit rows";
+  EXPECT_TRUE(bit_identical(full.other_streams, lean.other_streams)) << "streams of the batched verification";
+  // The rows that left the last block: all of them, or only those whose logits or streams are read.
+  EXPECT_EQ(full.hidden_rows, (std::vector<int64_t>{half, P - half, 1, 1, 1, 4, P + 3, P}));
+  EXPECT_EQ(lean.hidden_rows, (std::vector<int64_t>{0, 1, 1, 1, 1, 4, 1 + 3, 1}));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Configs, DeterminismTest,
     ::testing::Values(Case{"tiny_a", {}, {}, 300},

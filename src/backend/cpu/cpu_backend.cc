@@ -15,13 +15,10 @@ CpuBackend::CpuBackend(int num_threads, CpuIsa isa)
       scratch_(size_t(pool_.size())) {}
 CpuBackend::~CpuBackend() = default;
 
-void* CpuBackend::allocate(size_t bytes) {
-  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64);
-  DSV4_CHECK(p, "cpu backend: out of memory allocating ", bytes, " bytes");
-  return p;
-}
+// Workspace and cache chunks: large ones on huge pages (backend/cpu/host_memory.h).
+void* CpuBackend::allocate(size_t bytes) { return cpu::allocate_host(bytes); }
 
-void CpuBackend::release(void* p) { std::free(p); }
+void CpuBackend::release(void* p) { cpu::release_host(p); }
 
 float* CpuBackend::scratch(int worker, size_t floats) {
   auto& s = scratch_[size_t(worker)];

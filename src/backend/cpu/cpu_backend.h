@@ -1,6 +1,6 @@
 // The portable CPU backend: multithreaded (one persistent pool), SIMD kernels chosen at
 // run time (AVX2/FMA everywhere, AVX-512 where present), weights read in place from the
-// mapped checkpoint.
+// mapped checkpoint or copied into its memory on huge pages (cpu_weights.cc).
 #pragma once
 #include <functional>
 #include <memory>
@@ -24,6 +24,10 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   const char* name() const override { return "cpu"; }
+  // With weights_in_memory, prepare() copies every weight into one buffer on huge pages.
+  void set_weights_in_memory(bool on) { weights_in_memory_ = on; }
+  void prepare(std::span<WeightView* const> weights, const CopiedRange& copied) override;
+  size_t weight_bytes_in_memory() const { return weights_.bytes; }
   int num_threads() const { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
   CpuIsa isa() const { return isa_; }
@@ -107,6 +111,14 @@ class CpuBackend final : public Backend {
 
   CpuIsa isa_;
   int64_t prompt_rows_ = 0;
+  bool weights_in_memory_ = false;
+  struct PlacedWeights {
+    struct Release {
+      void operator()(uint8_t* p) const { cpu::release_host(p); }
+    };
+    std::unique_ptr<uint8_t, Release> memory;
+    size_t bytes = 0;
+  } weights_;
   ThreadPool pool_;
   std::unique_ptr<OpProfile> profile_;
   // Persistent buffers (they only grow: steady-state decoding allocates nothing).
@@ -119,7 +131,7 @@ class CpuBackend final : public Backend {
   std::vector<int64_t> start_, slot_at_, position_of_, cursor_, active_;
   std::vector<int32_t> order_, route_order_;
   std::vector<float> route_scores_, route_biased_;   // moe_route
-  std::vector<float> moe_x_, moe_g_, moe_u_, moe_h_, moe_y_;
+  cpu::AlignedBuffer<float> moe_x_, moe_g_, moe_u_, moe_h_, moe_y_;
   std::vector<std::vector<float>> attn_kv_;        // sparse_attention: a KV set in f32, per worker
   std::vector<std::vector<int64_t>> attn_entries_;
   std::vector<float> hc_mixes_, hc_weights_, hc_rs_;  // hyper-connections

@@ -100,8 +100,8 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   const int64_t inter = first.w1.rows;
 
   // Inputs in position order, prepared (quantized, laid out) once for every expert.
-  moe_x_.resize(size_t(S * D));
-  for (int64_t p = 0; p < S; ++p) std::copy_n(x.f32() + (slot_at_[size_t(p)] / k) * D, D, moe_x_.data() + p * D);
+  float* const xs = moe_x_.get(size_t(S * D));
+  for (int64_t p = 0; p < S; ++p) std::copy_n(x.f32() + (slot_at_[size_t(p)] / k) * D, D, xs + p * D);
   // Prompt rows (rows < prompt_split) may take their own kernels: per expert, its positions
   // [start, start + prompt_slots_[e]) hold them (positions follow the slots, row-major).
   const int64_t split = prompt_split(first.w1, n);
@@ -114,8 +114,8 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
   cpu::PreparedInput in_x, in_px;
   // Activations are quantized for FP8/FP4 experts only (as linear(); BF16 experts take them as they are).
   const bool quantize13 = cpu::quantizes_activations(first.w1, true), quantize2 = cpu::quantizes_activations(first.w2, true);
-  if (any_other) in_x = moe_act_x_.prepare(k13, moe_x_.data(), S, D, D, quantize13);
-  if (any_prompt) in_px = moe_prompt_x_.prepare(p13, moe_x_.data(), S, D, D, quantize13);
+  if (any_other) in_x = moe_act_x_.prepare(k13, xs, S, D, D, quantize13);
+  if (any_prompt) in_px = moe_prompt_x_.prepare(p13, xs, S, D, D, quantize13);
   // rows(p0, count) of an expert: its prompt positions with the prompt kernel, the rest with the other.
   auto run = [&](int64_t e, const cpu::GemmKernel& kp, const cpu::PreparedInput& inp, const cpu::GemmKernel& ko,
                  const cpu::PreparedInput& ino, const WeightView& w, int64_t m0, int64_t m1, float* y, int64_t ldy) {
@@ -131,38 +131,38 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
     const int64_t per_expert = std::max<int64_t>(1, (threads * 8 + active - 1) / active);
     return std::max<int64_t>(8, ((outputs + per_expert - 1) / per_expert + 7) / 8 * 8);
   };
-  moe_g_.resize(size_t(S * inter));
-  moe_u_.resize(size_t(S * inter));
-  moe_h_.resize(size_t(S * inter));
+  float* const g = moe_g_.get(size_t(S * inter));
+  float* const u = moe_u_.get(size_t(S * inter));
+  float* const h = moe_h_.get(size_t(S * inter));
   const int64_t c1 = chunk_for(inter), t1 = (inter + c1 - 1) / c1;
   const int64_t expert_bytes = int64_t(first.w1.bytes() + first.w2.bytes() + first.w3.bytes());
   run_tasks(active * t1, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t1)], m0 = (t % t1) * c1, m1 = std::min(inter, m0 + c1);
     const int64_t p0 = start_[size_t(e)], rows = start_[size_t(e + 1)] - p0;
-    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w1, m0, m1, moe_g_.data(), inter);
-    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w3, m0, m1, moe_u_.data(), inter);
+    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w1, m0, m1, g, inter);
+    run(e, p13, in_px, k13, in_x, experts[size_t(e)].w3, m0, m1, u, inter);
     for (int64_t p = p0; p < p0 + rows; ++p) {
       const float wt = weights.f32()[slot_at_[size_t(p)]];
       for (int64_t c = m0; c < m1; ++c) {
-        float gv = moe_g_[size_t(p * inter + c)], uv = moe_u_[size_t(p * inter + c)];
+        float gv = g[p * inter + c], uv = u[p * inter + c];
         if (limit > 0) {
           uv = std::clamp(uv, -limit, limit);
           gv = std::min(gv, limit);
         }
-        moe_h_[size_t(p * inter + c)] = round_bf16(wt * (gv / (1.0f + std::exp(-gv)) * uv));
+        h[p * inter + c] = round_bf16(wt * (gv / (1.0f + std::exp(-gv)) * uv));
       }
     }
   });
 
   // w2 the same way, into y [S, D] (bf16 values).
   cpu::PreparedInput in_h, in_ph;
-  if (any_other) in_h = moe_act_h_.prepare(k2, moe_h_.data(), S, inter, inter, quantize2);
-  if (any_prompt) in_ph = moe_prompt_h_.prepare(p2, moe_h_.data(), S, inter, inter, quantize2);
-  moe_y_.resize(size_t(S * D));
+  if (any_other) in_h = moe_act_h_.prepare(k2, h, S, inter, inter, quantize2);
+  if (any_prompt) in_ph = moe_prompt_h_.prepare(p2, h, S, inter, inter, quantize2);
+  float* const ys = moe_y_.get(size_t(S * D));
   const int64_t c2 = chunk_for(D), t2 = (D + c2 - 1) / c2;
   run_tasks(active * t2, active * expert_bytes, [&](int64_t t, int) {
     const int64_t e = active_[size_t(t / t2)], m0 = (t % t2) * c2, m1 = std::min(D, m0 + c2);
-    run(e, p2, in_ph, k2, in_h, experts[size_t(e)].w2, m0, m1, moe_y_.data(), D);
+    run(e, p2, in_ph, k2, in_h, experts[size_t(e)].w2, m0, m1, ys, D);
   });
 
   // routed[r] = sum of its experts' outputs in ascending expert id (ties: slot order).
@@ -178,7 +178,7 @@ void CpuBackend::moe_experts(const Tensor& x, const Tensor& weights, const Tenso
     }
     float* dst = routed.f32() + r * D;
     for (int32_t j : order) {
-      const float* src = moe_y_.data() + position_of_[size_t(r * k + j)] * D;
+      const float* src = ys + position_of_[size_t(r * k + j)] * D;
       for (int64_t c = 0; c < D; ++c) dst[c] += src[c];
     }
   }

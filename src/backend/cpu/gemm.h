@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "backend/cpu/host_memory.h"
 #include "backend/weight_view.h"
 
 namespace dsv4::cpu {
@@ -98,19 +99,6 @@ inline bool quantizes_activations(const WeightView& w, bool act_quant) {
 }
 
 // A grow-only array aligned to 64 bytes (vector loads must not straddle cache lines).
-template <class T>
-class AlignedBuffer {
- public:
-  T* get(size_t n) {
-    if (n + 64 / sizeof(T) > storage_.size()) storage_.resize(n + 64 / sizeof(T));
-    const uintptr_t p = reinterpret_cast<uintptr_t>(storage_.data());
-    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
-  }
-
- private:
-  std::vector<T> storage_;
-};
-
 // Prepared activations in persistent buffers (they only grow: steady-state steps allocate nothing).
 class ActivationBuffer {
  public:

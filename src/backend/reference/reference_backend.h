@@ -28,7 +28,6 @@ class ReferenceBackend final : public Backend {
   const char* name() const override { return "reference"; }
 
   // Weights are read in place, as the CPU backend reads the mapped checkpoint: views stay as they are.
-  void prepare(std::span<WeightView* const> weights) override { (void)weights; }
 
   void* allocate(size_t bytes) override;
   void release(void* p) override;
