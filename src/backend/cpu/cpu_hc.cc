@@ -68,7 +68,7 @@ void weighted_stream_sum(const Tensor& x, const float* weight, Tensor& y) {
 
 void CpuBackend::hc_pre(const Tensor& x, const HcWeights& w, int64_t iters, float eps, float norm_eps,
                         HcPreOut& out) {
-  ScopedOp op_scope(profile_.get(), "hc_pre");
+  ScopedOp op_scope(profile_.get(), "hc_pre", x.rows());
   const int64_t n = x.dim(0), hc = x.dim(1), mix = (2 + hc) * hc;
   std::vector<float>& mixes = hc_mixes_;
   mixes.resize(size_t(n * mix));

@@ -14,7 +14,7 @@ namespace dsv4 {
 
 void CpuBackend::indexer_select(const Tensor& q, const Tensor& weights, std::span<const IndexerRow> rows,
                                 int64_t top_k, Tensor& selected, Tensor* scores) {
-  ScopedOp op_scope(profile_.get(), "indexer_select");
+  ScopedOp op_scope(profile_.get(), "indexer_select", int64_t(rows.size()));
   const int64_t n = int64_t(rows.size()), ih = q.dim(1), id = q.dim(2);
   DSV4_CHECK(id % 8 == 0, "indexer: head dim ", id, " is not a multiple of 8");
   const int64_t score_cols = scores ? scores->cols() : 0;
