@@ -27,9 +27,9 @@ class MappedFile {
   // per V4-Flash routed expert.
   // Throws Error naming the file if the kernel cannot (an I/O error, a file cut short).
   void prefault() const;
-  // Unmaps the whole pages of [p, p + bytes) (which must lie in this file's mapping): a later
-  // read maps them again from the page cache. For bytes copied elsewhere, so that the process
-  // does not hold them twice.
+  // Unmaps the whole pages of [p, p + bytes) (which must lie in this file's mapping) and takes
+  // them out of the page cache where no other mapping holds them: a later read maps them again
+  // from the file. For bytes copied elsewhere, so that the machine does not hold them twice.
   void drop_pages(const uint8_t* p, size_t bytes) const;
   bool contains(const uint8_t* p) const { return data_ && p >= data_ && p < data_ + size_; }
 
