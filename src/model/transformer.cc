@@ -89,7 +89,8 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   // The rows whose streams leave the last block: every row of a request that reads them, the
   // logit rows of the others (the rest only extend the last block's caches). Each request's
   // rows_begin becomes its first row among them.
-  std::vector<int64_t> kept;
+  std::vector<int64_t>& kept = kept_rows_;
+  kept.clear();
   for (size_t i = 0; i < requests.size(); ++i) {
     const int64_t begin = out.rows_begin[i], end = begin + int64_t(requests[i].tokens.size());
     const int64_t first_logit = out.logits_begin[i];
@@ -106,8 +107,8 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   // Each block's output is copied into the other of two stream buffers and its intermediates
   // are freed, so the pass's scratch memory is one block's, whatever the depth.
   Tensor spare = p.alloc({n, hc, D});
-  std::vector<int64_t> every_row(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) every_row[size_t(i)] = i;
+  std::vector<int64_t>& every_row = identity_rows_;
+  for (int64_t i = int64_t(every_row.size()); i < n; ++i) every_row.push_back(i);
   const Workspace::Mark layers_begin = workspace_.mark();
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const bool last = l + 1 == blocks_.size();

@@ -80,6 +80,7 @@ class Transformer {
   Backend& backend_;
   TransformerOptions options_;
   Workspace workspace_;
+  std::vector<int64_t> kept_rows_, identity_rows_;  // forward()'s row lists, kept: no allocation per pass
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   std::vector<Block> blocks_;
