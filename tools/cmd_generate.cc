@@ -33,6 +33,7 @@ struct GenerateArgs {
   int64_t top_k = 0;
   uint64_t seed = 0;
   bool json = false, ignore_eos = false;
+  bool full_head = false;  // --full-head: no bounded greedy head
   int draft = 0;
   int64_t mtp_vocab = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
@@ -49,7 +50,8 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
   auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
+                                      .draft_head = a.draft_head, .argmax_head = !a.full_head, .prefault = a.prefault,
+                                      .weights = a.weights});
   const ModelConfig& c = engine->config();
   const int draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
@@ -109,6 +111,8 @@ int run_generate(const GenerateArgs& a) {
     add_metrics(j, m, draft);
     j["backend"] = engine->backend->name();
     if (draft > 0) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
+    const ArgmaxHeadCounts& bounded = engine->target->argmax_head_counts();
+    j["bounded_head"] = {{"rows", bounded.rows}, {"candidates", bounded.candidates}, {"fallbacks", bounded.fallbacks}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -152,6 +156,9 @@ void register_generate(CLI::App& app, CommandResult& result) {
                   "longest sequence, prompt + generated (0 = the model's maximum); refused at start if its cache "
                   "cannot fit in available memory");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at the end-of-sequence token");
+  cmd->add_flag("--full-head", args->full_head,
+                "greedy rows read the whole LM head (default: an 8-bit copy bounds every logit and only the rows "
+                "that can be the argmax are computed exactly: the same tokens, about half the head's reads)");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
   add_grammar_options(cmd, args->grammar);
   cmd->callback([args, &result, ids, text, text_file, ids_file] {

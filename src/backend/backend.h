@@ -110,6 +110,19 @@ class Backend : public DeviceMemory {
   virtual bool has_kernel_for(const WeightView& w) const { (void)w; return false; }
   // y[n, m] = sum_k x[n, k] w[m, k]
   virtual void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt = {}) = 0;
+  // y[i, 0] = x · row rows[i] of w for x [1, K] and w of BF16 or F32 rows, each value the one
+  // linear() gives that row in a pass over all of w (the same sums): the exact head's rows that a
+  // bounded argmax names (model/argmax_head.h). By default one linear() per row.
+  virtual void linear_rows(const Tensor& x, const WeightView& w, std::span<const int64_t> rows, Tensor& y) {
+    const int64_t row_bytes = w.cols * (w.format == WeightFormat::F32 ? 4 : 2);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      WeightView row = w;
+      row.rows = 1;
+      row.data = w.data + rows[i] * row_bytes;
+      Tensor out = y.slice(int64_t(i), int64_t(i) + 1);
+      linear(x, row, out, {ActQuant::None, /*round_bf16=*/false});
+    }
+  }
   // Grouped low-rank output: x [N, G·K] split into G groups, group g times rows [g·M/G, (g+1)·M/G) of w.
   virtual void grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                               LinearOptions opt = {}) = 0;

@@ -14,8 +14,9 @@ namespace {
 
 constexpr int64_t kTile = kFp8Block;  // FP8: rows and columns of one scale tile
 
-// Rows [r0, r1) of the head as f32 values.
-void rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out) {
+}  // namespace
+
+void head_rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out) {
   const int64_t n = (r1 - r0) * head.cols;
   if (head.format == WeightFormat::F32) {
     std::memcpy(out, head.data + r0 * head.cols * 4, size_t(n) * 4);
@@ -28,8 +29,6 @@ void rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out) {
     out[i] = bf16_to_f32(h);
   }
 }
-
-}  // namespace
 
 const char* draft_head_format_name(DraftHeadFormat f) {
   switch (f) {
@@ -93,7 +92,7 @@ DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t row
       const int64_t r0 = s * kTile, r1 = std::min(rows, r0 + kTile);
       std::vector<float>& x = buffers[size_t(worker)];
       x.resize(size_t(kTile * cols));
-      rows_to_f32(head, r0, r1, x.data());
+      head_rows_to_f32(head, r0, r1, x.data());
       quantize_fp8_stripe(x.data(), r1 - r0, cols, codes_.data() + r0 * cols, scales_.data() + s * tiles);
     });
     view_.scale_cols = tiles;
@@ -112,7 +111,7 @@ DraftHead::DraftHead(const WeightView& head, DraftHeadFormat format, int64_t row
       const int64_t r0 = t * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
       std::vector<float>& x = buffers[size_t(worker)];
       x.resize(size_t(kRowsPerTask * cols));
-      rows_to_f32(head, r0, r1, x.data());
+      head_rows_to_f32(head, r0, r1, x.data());
       uint8_t* codes = codes_.data() + r0 * cols / per_byte;
       if (int2) quantize_int2_rows(x.data(), r1 - r0, cols, codes, scales_.data() + r0 * groups * 2);
       else quantize_int4_rows(x.data(), r1 - r0, cols, codes, scales_.data() + r0 * groups * 2);

@@ -40,6 +40,8 @@ DraftHeadFormat parse_draft_head_format(const std::string& name);
 // The format a copy of `head` is made in for `f`: Auto resolved (int2, int4 or target; `int2_kernel`:
 // whether the backend has a kernel of its own for an INT2 copy), others as they are.
 DraftHeadFormat resolve_draft_head_format(DraftHeadFormat f, const WeightView& head, bool int2_kernel = false);
+// Rows [r0, r1) of a BF16 or F32 head as f32 values (out: (r1 − r0) · cols).
+void head_rows_to_f32(const WeightView& head, int64_t r0, int64_t r1, float* out);
 // The view an INT2 copy of `head` would have, without its bytes (to ask a backend about it).
 WeightView int2_copy_geometry(const WeightView& head);
 

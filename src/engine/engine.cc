@@ -25,16 +25,24 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
       resolve_draft_head_format(options.draft_head, head, e->backend->has_kernel_for(int2_copy_geometry(head)));
   if (mtp && head_format != DraftHeadFormat::Target)
     e->draft_head = std::make_unique<DraftHead>(head, head_format, options.mtp_vocab, options.backend.threads);
+  if (options.argmax_head && ArgmaxHeadCopy::possible(head))
+    e->argmax_head = std::make_unique<ArgmaxHeadCopy>(head, options.backend.threads);
   std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);
   if (e->draft_head) views.push_back(&e->draft_head->view());
+  if (e->argmax_head) {
+    views.push_back(&e->argmax_head->hi());
+    views.push_back(&e->argmax_head->lo());
+  }
   // (A backend that copies the weights releases the mapping's pages as it goes: one copy at a time.)
   const TensorStore& store = e->files->store;
   e->backend->prepare(views, [&store](const void* p, size_t bytes) {
     store.drop_pages(static_cast<const uint8_t*>(p), bytes);
   });
   if (e->draft_head) e->draft_head->release_if_moved();
+  if (e->argmax_head) e->argmax_head->release_if_moved();
   e->target = std::make_unique<Transformer>(e->files->config, e->files->weights, *e->backend,
                                             TransformerOptions{options.max_rollback});
+  if (e->argmax_head) e->target->set_argmax_head(e->argmax_head->view());
   if (mtp) {
     MtpOptions mo{options.mtp_vocab, options.max_rollback};
     if (e->draft_head) mo.head = &e->draft_head->view();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backends.h"
+#include "engine/argmax_head_copy.h"
 #include "engine/draft_head.h"
 #include "model/model_files.h"
 #include "model/mtp.h"
@@ -29,6 +30,10 @@ struct EngineOptions {
   int64_t max_rollback = 16;       // longest rollback (>= draft tokens + 1)
   DraftHeadFormat draft_head = DraftHeadFormat::Target;  // the draft head: the target's, or a copy (draft_head.h)
   int64_t draft_rescore = 64;      // with a copy: logits per draft row recomputed exactly (model/head_rescore.h)
+  // Greedy rows without mask or logprobs take the bounded head: an 8-bit copy of the head bounds
+  // every logit, only the rows that can be the argmax are computed exactly (model/argmax_head.h;
+  // the same tokens, about half the head's reads). Made where the head is BF16 or F32.
+  bool argmax_head = true;
   bool prefault = true;            // map every page of the weights at open, where they fit in available memory
   WeightPlacement weights = WeightPlacement::Auto;  // where the backend reads the weights from
 };
@@ -38,6 +43,7 @@ struct Engine {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Transformer> target;
   std::unique_ptr<DraftHead> draft_head;  // the MTP's rounded copy of the head (null: it uses the target's)
+  std::unique_ptr<ArgmaxHeadCopy> argmax_head;  // the bounded greedy head's copy (null: the full head only)
   std::unique_ptr<MtpModule> mtp;        // null when absent or not wanted
   std::unique_ptr<MtpProposer> proposer;
 

@@ -57,19 +57,36 @@ void Transformer::head(Pass& p, const Tensor& streams, const HcHeadWeights& hc, 
 void Transformer::head_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
                             const WeightView& norm, const WeightView& head_w, std::vector<float>& host,
                             const std::string& scope, const HeadRescore& rescore) const {
-  const int64_t m = int64_t(rows.size()), n = x.dim(0);
+  const int64_t m = int64_t(rows.size());
   host.resize(size_t(m * head_w.rows));
   if (m == 0) return;
+  const Tensor y = head_input_rows(p, x, rows, hc, norm, scope);
+  full_head(p, y, head_w, host);
+  if (rescore.enabled()) rescore_top_logits(p, y, rescore, head_w.rows, host);
+}
+
+Tensor Transformer::head_input_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows,
+                                    const HcHeadWeights& hc, const WeightView& norm, const std::string& scope) const {
+  const int64_t m = int64_t(rows.size());
   Tensor selected = x;
-  if (m != n) {
+  if (m != x.dim(0)) {
     selected = p.alloc({m, x.dim(1), x.dim(2)});
     p.be.gather_rows(x, rows, selected);
   }
-  const Tensor y = head_input(p, selected, hc, norm, scope);
+  return head_input(p, selected, hc, norm, scope);
+}
+
+void Transformer::full_head(Pass& p, const Tensor& y, const WeightView& head_w, std::vector<float>& host) const {
+  const int64_t m = y.dim(0);
+  host.resize(size_t(m * head_w.rows));
   Tensor logits = p.alloc({m, head_w.rows});
   p.be.linear(y, head_w, logits, {ActQuant::None, /*round_bf16=*/false});
   p.be.to_host(logits, host.data());
-  if (rescore.enabled()) rescore_top_logits(p, y, rescore, head_w.rows, host);
+}
+
+void Transformer::set_argmax_head(const ArgmaxHead& head, int64_t max_candidates) {
+  argmax_head_ = head;
+  argmax_max_candidates_ = max_candidates;
 }
 
 void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
@@ -125,7 +142,17 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   // Only the rows whose logits are wanted go through the head (their places among the kept rows).
   if (int64_t(kept.size()) < n)
     for (int64_t& r : logit_rows) r = std::lower_bound(kept.begin(), kept.end(), r) - kept.begin();
-  head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
+  // Rows that only want their argmax may take the bounded head (model/argmax_head.h).
+  bool argmax_only = argmax_head_.enabled() && !logit_rows.empty() && !tracer;
+  for (const Request& r : requests) argmax_only = argmax_only && (r.no_logits || r.argmax_only);
+  if (argmax_only) {
+    const Tensor y = head_input_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, "head");
+    if (!bounded_argmax_logits(p, y, argmax_head_, weights_.head, config_.vocab_size, argmax_max_candidates_,
+                               out.logits, argmax_scratch_, argmax_counts_))
+      full_head(p, y, weights_.head, out.logits);
+  } else {
+    head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
+  }
   out.hidden = x;  // (the workspace keeps it until the next pass)
   out.backend = &backend_;
 

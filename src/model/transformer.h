@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "model/argmax_head.h"
 #include "model/block.h"
 #include "model/head_rescore.h"
 
@@ -32,6 +33,10 @@ class Transformer {
     bool no_logits = false;   // no logits at all (a chunk of a prompt that is not its last)
     bool prompt = false;      // rows of a prompt (before the others): the backend's prompt kernels
     bool streams = true;      // Output::hidden has every row (the MTP reads them), else only the logit rows
+    // Its logits are only read for their argmax (greedy, no mask, no logprobs): when every request
+    // with logits in the pass says so, the bounded head may serve them — exact values where a row
+    // can reach its argmax, −∞ elsewhere (model/argmax_head.h).
+    bool argmax_only = false;
   };
   // Logits come to the host (they are sampled); the streams stay in backend memory, where the
   // MTP module reads them, until the next forward().
@@ -66,6 +71,11 @@ class Transformer {
                  const WeightView& norm, const WeightView& head, std::vector<float>& host,
                  const std::string& scope, const HeadRescore& rescore = {}) const;
 
+  // The bounded head's copy (its bytes outlive the Transformer's use; disabled: {}), and the most
+  // candidates a row may have before the pass falls back to the full head.
+  void set_argmax_head(const ArgmaxHead& head, int64_t max_candidates = 4096);
+  const ArgmaxHeadCounts& argmax_head_counts() const { return argmax_counts_; }
+
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() const { return backend_; }
@@ -75,6 +85,10 @@ class Transformer {
   const TransformerOptions& options() const { return options_; }
 
  private:
+  Tensor head_input_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
+                         const WeightView& norm, const std::string& scope) const;
+  void full_head(Pass& p, const Tensor& y, const WeightView& head, std::vector<float>& host) const;
+
   const ModelConfig& config_;
   const ModelWeights& weights_;
   Backend& backend_;
@@ -84,6 +98,10 @@ class Transformer {
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   std::vector<Block> blocks_;
+  ArgmaxHead argmax_head_;
+  int64_t argmax_max_candidates_ = 4096;
+  ArgmaxHeadScratch argmax_scratch_;
+  ArgmaxHeadCounts argmax_counts_;
 };
 
 }  // namespace dsv4

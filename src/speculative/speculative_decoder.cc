@@ -154,6 +154,13 @@ void SpeculativeDecoder::target_distribution(const float* logits, Sequence& s, s
                         allowed, p);
 }
 
+// Whether the sequence reads its target logits only for their argmax: greedy, no mask over the
+// vocabulary, no logprobs, no step records (the pass may then take the bounded head).
+bool SpeculativeDecoder::argmax_only(const Sequence& s) {
+  const GenerateOptions& o = s.options;
+  return o.sampling.greedy() && !o.mask && o.top_logprobs < 0 && !o.record_steps;
+}
+
 // The target's token after context + extra.
 int32_t SpeculativeDecoder::choose(const float* logits, Sequence& s, std::span<const int32_t> extra) {
   const SamplingParams& sp = s.options.sampling;
@@ -305,13 +312,14 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
     requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
-                        false, /*no_logits=*/!last, /*prompt=*/true, /*streams=*/drafts_from(*s)});
+                        false, /*no_logits=*/!last, /*prompt=*/true, /*streams=*/drafts_from(*s),
+                        /*argmax_only=*/argmax_only(*s)});
   }
   for (size_t r = 0; r < running.size(); ++r) {
     verify_tokens[r].assign(1, running[r]->last());
     verify_tokens[r].insert(verify_tokens[r].end(), drafts[r].tokens.begin(), drafts[r].tokens.end());
     requests.push_back({running[r]->cache.get(), verify_tokens[r], true, false, false,
-                        /*streams=*/drafts_from(*running[r])});
+                        /*streams=*/drafts_from(*running[r]), /*argmax_only=*/argmax_only(*running[r])});
   }
   target_.forward(requests, out_);
   if (!running.empty()) ++metrics_.passes;

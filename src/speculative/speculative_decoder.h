@@ -131,6 +131,7 @@ class SpeculativeDecoder {
   void check_options(const GenerateOptions& o) const;
   void check_tokens(std::span<const int32_t> tokens, int64_t first, const char* what) const;
   std::span<const uint64_t> allowed_after(Sequence& s, std::span<const int32_t> extra);
+  static bool argmax_only(const Sequence& s);
   int32_t choose(const float* logits, Sequence& s, std::span<const int32_t> extra);
   void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
   int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);

@@ -8,6 +8,7 @@
 // comparison is noticed), memory, data movement, element-wise ops and the linear layers. The other
 // ops: backend_ops_rows_test.cc (norms, RoPE, fake quantization, hyper-connections),
 // backend_ops_attention_test.cc (attention, compressor, indexer), backend_ops_moe_test.cc (MoE).
+#include <bit>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -31,6 +32,7 @@ const std::map<std::string, std::string> kComparedOps = {
     {"load_rows", "bits, bf16 and f32 tables, rows of two tables interleaved (DataMovement)"},
     {"set_prompt_rows", "every comparison runs on cpu/amx+prompt too (for_each_cpu)"},
     {"linear", "f32: 2·K·u·Σ|x̂·ŵ|; bf16: bits unless exact ± K·u·Σ|x̂·ŵ| straddles a rounding boundary (Linear)"},
+    {"linear_rows", "bits of the same backend's linear() over all of w, BF16 and F32 rows (LinearRows)"},
     {"grouped_linear", "as linear, per group (GroupedLinear)"},
     {"rms_norm", "bits (RmsNorm)"},
     {"head_rms_norm", "bits (HeadRmsNorm)"},
@@ -302,6 +304,35 @@ TEST(BackendOps, Linear) {
   std::vector<float> x(14), y(6);
   Tensor tx = tensor(x, {2, 7}), ty = tensor(y, {2, 3});
   EXPECT_TRUE(throws_error([&] { reference().linear(tx, w.view, ty, {}); }));
+}
+
+// The rows a bounded argmax names are computed apart from the others: each value must be the
+// one the same backend's full pass gives (model/argmax_head.h relies on it bit for bit).
+TEST(BackendOps, LinearRows) {
+  for (WeightFormat f : {WeightFormat::BF16, WeightFormat::F32})
+    for (int64_t K : {64, 256, 384}) {
+      const int64_t M = 301;
+      const TestWeight w = make_weight(f, M, K, uint64_t(K + 7));
+      const std::vector<float> x = activations(K, uint64_t(K + 11));
+      const std::vector<int64_t> rows = {300, 0, 17, 18, 19, 250, 3, 17};  // any order, repeats allowed
+      auto check = [&](Backend& be) {
+        SCOPED_TRACE(std::string(be.name()) + " " + weight_format_name(f) + " K=" + std::to_string(K));
+        std::vector<float> xin(x), all(size_t(M), NAN), some(rows.size(), NAN);
+        Tensor tx = tensor(xin, {1, K}), ta = tensor(all, {1, M}), ts = tensor(some, {int64_t(rows.size()), 1});
+        be.linear(tx, w.view, ta, {ActQuant::None, false});
+        be.linear_rows(tx, w.view, rows, ts);
+        for (size_t i = 0; i < rows.size(); ++i)
+          EXPECT_EQ(std::bit_cast<uint32_t>(some[i]), std::bit_cast<uint32_t>(all[size_t(rows[i])])) << "row " << rows[i];
+      };
+      check(reference());
+      for_each_cpu(1, check);
+    }
+  // A row outside the weight is an error, not a read past its end.
+  const TestWeight w = make_weight(WeightFormat::BF16, 3, 64, 1);
+  std::vector<float> x(64), y(1);
+  Tensor tx = tensor(x, {1, 64}), ty = tensor(y, {1, 1});
+  const std::vector<int64_t> bad = {3};
+  for_each_cpu(1, [&](Backend& be) { EXPECT_TRUE(throws_error([&] { be.linear_rows(tx, w.view, bad, ty); })); });
 }
 
 // Not exact for the reason of Linear. Group g's inputs are columns [g·K, (g+1)·K) of x.

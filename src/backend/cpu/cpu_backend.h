@@ -49,6 +49,7 @@ class CpuBackend final : public Backend {
   void set_prompt_rows(int64_t rows) override { prompt_rows_ = rows; }
   bool has_kernel_for(const WeightView& w) const override;
   void linear(const Tensor& x, const WeightView& w, Tensor& y, LinearOptions opt) override;
+  void linear_rows(const Tensor& x, const WeightView& w, std::span<const int64_t> rows, Tensor& y) override;
   void grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
                       LinearOptions opt) override;
   void rms_norm(const Tensor& x, const WeightView& weight, float eps, Tensor& y) override;
@@ -123,6 +124,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<OpProfile> profile_;
   // Persistent buffers (they only grow: steady-state decoding allocates nothing).
   cpu::ActivationBuffer act_;                       // linear
+  cpu::AlignedBuffer<uint8_t> picked_rows_;         // linear_rows: the rows gathered
   std::vector<cpu::ActivationBuffer> group_buffers_;  // grouped_linear, one per group
   std::vector<cpu::PreparedInput> grouped_inputs_;
   cpu::ActivationBuffer moe_act_x_, moe_act_h_;      // moe_experts

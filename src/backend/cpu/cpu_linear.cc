@@ -2,6 +2,7 @@
 // persistent buffer, then split the output features over the threads; each thread reads
 // its slice of the weights once and applies it to every input row (gemm_driver.h).
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
@@ -82,6 +83,26 @@ void CpuBackend::linear(const Tensor& x, const WeightView& w, Tensor& y, LinearO
     const cpu::PreparedInput in = act_.prepare(kernel, x.f32() + r0 * K, r1 - r0, K, K, quantize);
     gemm(kernel, in, w, y.f32() + r0 * w.rows, w.rows, opt.round_bf16);
   }
+}
+
+void CpuBackend::linear_rows(const Tensor& x, const WeightView& w, std::span<const int64_t> rows, Tensor& y) {
+  DSV4_CHECK(w.format == WeightFormat::BF16 || w.format == WeightFormat::F32, "linear rows of '", w.name(),
+             "': BF16 or F32 rows expected, not ", weight_format_name(w.format));
+  DSV4_CHECK(x.rows() == 1 && y.rows() == int64_t(rows.size()) && y.cols() == 1, "linear rows of '", w.name(),
+             "': x ", x.shape_string(), ", y ", y.shape_string(), " for ", rows.size(), " rows");
+  if (rows.empty()) return;
+  // The rows side by side, then one pass: each output is a row's sums whatever the others are.
+  const int64_t row_bytes = w.cols * (w.format == WeightFormat::F32 ? 4 : 2);
+  uint8_t* dst = picked_rows_.get(rows.size() * size_t(row_bytes));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    DSV4_CHECK(rows[i] >= 0 && rows[i] < w.rows, "linear rows of '", w.name(), "': row ", rows[i], " of ", w.rows);
+    std::memcpy(dst + i * size_t(row_bytes), w.data + rows[i] * row_bytes, size_t(row_bytes));
+  }
+  WeightView picked = w;
+  picked.data = dst;
+  picked.rows = int64_t(rows.size());
+  Tensor out = y.reshape({1, int64_t(rows.size())});
+  linear(x, picked, out, {ActQuant::None, /*round_bf16=*/false});
 }
 
 void CpuBackend::grouped_linear(const Tensor& x, const WeightView& w, int64_t groups, Tensor& y,
