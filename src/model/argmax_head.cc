@@ -33,7 +33,8 @@ bool bounded_argmax_logits(Pass& p, const Tensor& y, const ArgmaxHead& head, con
   constexpr double kUp = 1.0 + 1e-9;
   std::vector<int64_t>& picked = s.picked;
   picked.clear();
-  std::vector<int64_t> begin(size_t(m + 1), 0);
+  std::vector<int64_t>& begin = s.begin;
+  begin.assign(size_t(m + 1), 0);
   for (int64_t i = 0; i < m; ++i) {
     double ss = 0.0;
     for (int64_t k = 0; k < D; ++k) ss += double(s.y[size_t(i * D + k)]) * s.y[size_t(i * D + k)];

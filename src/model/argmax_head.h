@@ -39,7 +39,7 @@ struct ArgmaxHeadCounts {
 // Host buffers of the bounded head, kept by its owner so that a pass allocates nothing.
 struct ArgmaxHeadScratch {
   std::vector<float> estimate, lo, exact, y;
-  std::vector<int64_t> picked;
+  std::vector<int64_t> picked, begin;
 };
 
 // Rows of y [m, D] (the head's input, bf16 values): fills `logits` [m, vocab] with exact values at

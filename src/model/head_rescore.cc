@@ -34,7 +34,6 @@ void rescore_top_logits(Pass& p, const Tensor& y, const HeadRescore& rescore, in
   DSV4_CHECK(vocab <= w.rows && w.cols == y.dim(1), "head rescore: ", vocab, " logits per row against '", w.name(),
              "' [", w.rows, ", ", w.cols, "]");
   const int64_t m = y.dim(0), top = std::min(rescore.top, vocab);
-  const int64_t row_bytes = w.cols * (w.format == WeightFormat::BF16 ? 2 : 4);
   HeadRescoreScratch own;
   HeadRescoreScratch& s = rescore.scratch ? *rescore.scratch : own;
   std::vector<int64_t>& picked = s.picked;
@@ -44,16 +43,10 @@ void rescore_top_logits(Pass& p, const Tensor& y, const HeadRescore& rescore, in
   for (int64_t i = 0; i < m; ++i) {
     top_k_indices(logits.data() + i * vocab, vocab, top, row_top, s.heap);
     row_top.resize(size_t(top), row_top.empty() ? 0 : row_top[0]);  // (fewer only when the row has NaNs)
-    const Tensor yi = y.slice(i, i + 1);
-    for (int64_t j = 0; j < top; ++j) {
-      const int64_t token = row_top[size_t(j)];
-      picked[size_t(i * top + j)] = token;
-      WeightView row = w;  // one row of the exact head: the same kernel, the same sums as its full pass
-      row.rows = 1;
-      row.data = w.data + token * row_bytes;
-      Tensor out = exact.slice(i * top + j, i * top + j + 1);
-      p.be.linear(yi, row, out, {ActQuant::None, /*round_bf16=*/false});
-    }
+    std::copy(row_top.begin(), row_top.end(), picked.begin() + i * top);
+    // The exact head's rows, in one call: the same kernel, the same sums as its full pass.
+    Tensor out = exact.slice(i * top, (i + 1) * top);
+    p.be.linear_rows(y.slice(i, i + 1), w, row_top, out);
   }
   std::vector<float>& values = s.values;
   values.resize(size_t(m * top));
