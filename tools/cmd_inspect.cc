@@ -21,6 +21,7 @@ struct InspectArgs {
 std::string problem_summary(const InspectReport& r) {
   if (!r.opened()) return r.error;
   std::string s = cat(r.path, ": incomplete or inconsistent checkpoint:");
+  if (!r.inconsistent.empty()) s += " " + r.inconsistent;
   if (!r.missing.empty()) s += cat(" ", r.missing.size(), " missing (first: ", r.missing.front(), ")");
   if (!r.unexpected.empty()) s += cat(" ", r.unexpected.size(), " unexpected (first: ", r.unexpected.front(), ")");
   if (!r.mismatched.empty())
@@ -34,9 +35,9 @@ void register_inspect(CLI::App& app, CommandResult& result) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Summarize a checkpoint directory (dtypes, layer kinds, hash layers, MTP, naming family, the encoding of "
-      "each module group and the bytes a decode step reads per token under it) and list every missing, "
-      "unexpected, mis-shaped or mis-typed tensor. Reads headers only. Exit 0: complete; 1: incomplete or "
+      "Summarize a checkpoint directory (dtypes, layer kinds, hash layers, the MTP module or DSpark drafter, naming "
+      "family, the encoding of each module group and the bytes a decode step reads per token under it) and list "
+      "every missing, unexpected, mis-shaped or mis-typed tensor. Reads headers only. Exit 0: complete; 1: incomplete or "
       "inconsistent; 2: cannot be opened.");
   cmd->add_option("dir", args->dir, "checkpoint directory (config.json + safetensors shards)")->required();
   cmd->add_flag("--json", args->json, "print one JSON object instead of text");

@@ -1,4 +1,5 @@
 // dsv4 make-checkpoint: deterministic synthetic checkpoints in the release format or another encoding.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@ struct MakeArgs {
   std::string encoding = "release";
   std::vector<std::string> set;
   double perturb = 0.0;
+  double mirror_context = 0.0;  // 0: the preset's own
   int threads = 0;
   double shard_gib = 4.0;
   bool quiet = false;
@@ -69,6 +71,15 @@ void run(const MakeArgs& a, CommandResult& result) {
   o.with_mtp = !a.no_mtp;
   o.encoding = parse_checkpoint_encoding(a.encoding);
   o.perturb = a.perturb;
+  if (a.mirror_context != 0.0) {
+    const Preset& preset = find_preset(a.preset);
+    DSV4_CHECK(preset.weights == WeightKind::Mirror || preset.weights == WeightKind::MirrorDSpark,
+               "make-checkpoint: --mirror-context applies to the mirror presets only, not '", a.preset, "'");
+    DSV4_CHECK(std::isfinite(a.mirror_context) && a.mirror_context > 0,
+               "make-checkpoint: --mirror-context must be positive, got ", a.mirror_context);
+    o.mirror.context = float(a.mirror_context);
+    o.mirror_dspark.context = float(a.mirror_context);
+  }
   o.threads = a.threads;
   DSV4_CHECK(a.shard_gib > 0, "make-checkpoint: --shard-gib must be positive");
   o.max_shard_bytes = uint64_t(a.shard_gib * double(1ull << 30));
@@ -82,11 +93,15 @@ void run(const MakeArgs& a, CommandResult& result) {
 
   const MakeCheckpointResult r = make_checkpoint(o);
   if (!a.tokenizer.empty()) copy_tokenizer_files(a.tokenizer, a.out);
+  const std::string drafter = r.config.has_dspark()
+                                  ? (a.no_mtp ? std::string("no DSpark drafter")
+                                              : cat("a ", r.config.num_drafter_layers(), "-stage DSpark drafter"))
+                                  : std::string(a.no_mtp ? "no MTP" : "MTP");
   if (!a.quiet)
     std::printf("wrote %s: preset %s, encoding %s, seed %llu, %lld layers + %s, %zu tensors in %d shards, %.3f GB in "
                 "%.2f s (%.2f GB/s)\n",
                 a.out.c_str(), a.preset.c_str(), a.encoding.c_str(), static_cast<unsigned long long>(a.seed),
-                static_cast<long long>(r.config.num_hidden_layers), a.no_mtp ? "no MTP" : "MTP", r.tensors, r.shards,
+                static_cast<long long>(r.config.num_hidden_layers), drafter.c_str(), r.tensors, r.shards,
                 double(r.bytes) / 1e9, r.seconds, double(r.bytes) / 1e9 / std::max(r.seconds, 1e-9));
   result.exit_code = 0;
 }
@@ -106,12 +121,14 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
   cmd->add_option("--out", a->out, "output directory (earlier shards/index in it are replaced)")->required();
   cmd->add_option("--layers", a->layers,
                   "target layers N: compress_ratios = the first N entries of the preset's layer pattern "
-                  "(repeated if N is longer), plus 0 for each MTP layer (default: tiny 4, v4-flash 2)");
+                  "(repeated if N is longer), plus 0 for each MTP layer or DSpark stage (default: tiny 4, v4-flash 2); "
+                  "a DSpark preset taps the last min(3, N) layers unless --set dspark_target_layer_ids=[...]");
   cmd->add_option("--ratios", a->ratios,
                   "the layers' kinds explicitly, e.g. 0,4,128 (0 window only, 4 CSA, 128 HCA); the length "
                   "sets the layer count");
   cmd->add_flag("--no-mtp", a->no_mtp,
-                "write no mtp.* tensors (num_nextn_predict_layers stays: the checkpoint lacks the module)");
+                "write no mtp.* tensors (the config keeps num_nextn_predict_layers or the dspark_* keys: the "
+                "checkpoint lacks its MTP module or DSpark drafter and runs the target alone)");
   cmd->add_option("--encoding", a->encoding,
                   "how the weights are stored (the same model in each): release (FP8 tiles, MXFP4 experts), "
                   "bf16 (release names, every weight BF16, no scales), hf-bf16 (bf16 with Hugging Face names, F32 "
@@ -127,7 +144,13 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
   cmd->add_option("--perturb", a->perturb,
                   "aligned and mirror presets only: degrade the MTP by X: e_proj = I + X*G with G random "
                   "N(0, 1/D) entries (aligned, 0: the MTP predicts exactly the target's token after next; "
-                  "~1: its input is mostly noise; mirror: lowers its partial acceptance)")
+                  "~1: its input is mostly noise; mirror: lowers its partial acceptance); mirror-dspark: the "
+                  "fraction X of tokens (0..1) whose Markov successor is wrong")
+      ->capture_default_str();
+  cmd->add_option("--mirror-context", a->mirror_context,
+                  "mirror presets: the strength of the target's layer-0 attention (mirror 8, mirror-dspark 2.75 by "
+                  "default). The same seed and value give the same target tensors in mirror and mirror-dspark: "
+                  "an MTP and a DSpark drafter on one target")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "generator threads (0 = all cores; output is identical)");
   cmd->add_option("--shard-gib", a->shard_gib, "largest shard size in GiB (at least 2 shards are written)")

@@ -44,7 +44,15 @@ CacheFootprint layer_cache_footprint(const LayerCacheGeometry& g, int64_t retain
 CacheFootprint model_cache_footprint(const ModelConfig& c, int64_t retain) {
   CacheFootprint f;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) f += layer_cache_footprint(cache_geometry_for(c, c.compress_ratio(l)), retain);
-  for (int64_t m = 0; m < c.num_nextn_predict_layers; ++m) f += layer_cache_footprint(cache_geometry_for(c, 0), retain);
+  if (!c.has_dspark()) {
+    for (int64_t m = 0; m < c.num_nextn_predict_layers; ++m) f += layer_cache_footprint(cache_geometry_for(c, 0), retain);
+    return f;
+  }
+  // A DSpark stage's ring: the window's rows of verified positions (never rolled back: only
+  // accepted rows are written) and, during a draft, the block's B rows after them.
+  LayerCacheGeometry ring = cache_geometry_for(c, 0);
+  ring.window = c.sliding_window + c.dspark_block_size;
+  for (int64_t s = 0; s < c.num_drafter_layers(); ++s) f += layer_cache_footprint(ring, /*retain=*/0);
   return f;
 }
 

@@ -64,7 +64,8 @@ struct CacheFootprint {
 // (Rows live in blocks of `rows_per_block`: the bound counts the partly used blocks too.)
 CacheFootprint layer_cache_footprint(const LayerCacheGeometry& g, int64_t retain, int64_t rows_per_block = 64);
 
-// One sequence of the whole model: the target's layers and the MTP module's (window only).
+// One sequence of the whole model: the target's layers and the MTP module's (window only), or a
+// DSpark drafter's rings (one window-only layer per stage: the window plus a draft block, no rollback).
 CacheFootprint model_cache_footprint(const ModelConfig& c, int64_t retain);
 
 struct LayerCache {

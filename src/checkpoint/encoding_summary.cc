@@ -61,6 +61,40 @@ void add_routed(GroupBuilder& g, const MoeWeights& m, const ModelConfig& c) {
     for (const WeightView* w : {&e.w1, &e.w2, &e.w3}) g.add(*w, share);
 }
 
+// One DSpark draft step (dspark.md) for one sequence: the context rows of the tokens verified
+// since the last step through main_proj (read once, for all of them) and every stage's wkv; the
+// B-row block through every stage, whose rows together select at most min(B·k, E) of a stage's E
+// routed experts; the target's LM head once for the B rows (with the last stage's norm and
+// hc_head); the Markov head's W2 once per block row (row k's bias needs draft k-1: B sequential
+// [V, r] products) and one W1 row per block row; the confidence head.
+ModuleEncoding dspark_draft_step(const DSparkWeights& d, const ModelWeights& w, const ModelConfig& c) {
+  const int64_t B = c.dspark_block_size, E = c.n_routed_experts;
+  const int64_t experts = std::min(B * c.num_experts_per_tok, E);
+  GroupBuilder g;
+  g.m = {"DSpark", {}, 0, 0,
+         cat("one draft step of ", B, " rows: ", d.stages.size(), " stages' attention, router, shared expert and up to ",
+             experts, " of ", E, " routed experts each; main_proj once for the verified rows; the target's head once "
+             "for the ", B, " rows; the Markov W2 once per row; the confidence head"),
+         "draft step"};
+  for (const BlockWeights& b : d.stages) {
+    add_attention(g, b);
+    add_router(g, b);
+    add_shared(g, b.ffn);
+    const double share = b.ffn.experts.empty() ? 0.0 : double(experts) / double(b.ffn.experts.size());
+    for (const ExpertWeights& e : b.ffn.experts)
+      for (const WeightView* v : {&e.w1, &e.w2, &e.w3}) g.add(*v, share);
+  }
+  for (const WeightView* v : {&d.main_proj, &d.main_norm, &d.norm, &d.hc_head.fn, &d.hc_head.base, &d.hc_head.scale,
+                              &d.confidence, &w.head})
+    g.add(*v);
+  g.add(d.markov_w2, double(B));
+  if (d.markov_w1.present()) {  // B rows of W1 (counted in the group's bytes once)
+    g.add(d.markov_w1, 0.0);
+    g.m.bytes_per_token += double(d.markov_w1.bytes()) * double(B) / double(std::max<int64_t>(d.markov_w1.rows, 1));
+  }
+  return std::move(g.m);
+}
+
 }  // namespace
 
 std::string ModuleEncoding::encoding() const {
@@ -107,13 +141,14 @@ std::vector<ModuleEncoding> summarize_encodings(const ModelWeights& w, const Mod
   for (GroupBuilder* g : {&embed, &attention, &router, &shared, &routed, &head})
     out.push_back(std::move(g->m));
   if (!w.mtp.empty()) out.push_back(std::move(mtp.m));
+  if (w.dspark) out.push_back(dspark_draft_step(*w.dspark, w, c));
   return out;
 }
 
 double target_decode_bytes_per_token(const std::vector<ModuleEncoding>& modules) {
   double total = 0;
   for (const ModuleEncoding& m : modules)
-    if (m.module != "MTP") total += m.bytes_per_token;
+    if (m.module != "MTP" && m.module != "DSpark") total += m.bytes_per_token;
   return total;
 }
 

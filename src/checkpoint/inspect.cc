@@ -40,13 +40,22 @@ void classify_layers(InspectReport& r) {
 }
 
 void compare_with_table(InspectReport& r, const TensorStore& store) {
-  WeightCheck check = check_weights(store, r.config);
+  WeightCheck check;
+  try {
+    check = check_weights(store, r.config);
+  } catch (const Error& e) {  // the drafter's tensors and config.json disagree: a checkpoint, but inconsistent
+    r.inconsistent = e.what();
+  }
   r.naming = tensor_naming_name(check.naming);
   r.missing = std::move(check.missing);
   r.unexpected = std::move(check.unexpected);
   r.aliases = std::move(check.aliases);
   for (WeightProblem& p : check.problems) r.mismatched.push_back({p.name, std::move(p.detail)});
   r.group_bytes = std::move(check.group_bytes);
+  r.dspark.present = check.weights.dspark.has_value();
+  if (r.dspark.configured && !r.dspark.present)
+    r.dspark.note = r.inconsistent.empty() ? "the checkpoint has no mtp.* tensors: the target runs alone"
+                                           : "not bound: its tensors and config.json disagree, see 'inconsistent'";
   r.modules = summarize_encodings(check.weights, r.config);
   r.decode_bytes_per_token = target_decode_bytes_per_token(r.modules);
   const std::vector<const TensorInfo*> all = store.all();
@@ -82,8 +91,18 @@ InspectReport inspect_checkpoint(const fs::path& dir) {
     r.shards = int(store.files().size());
     r.mtp_configured = r.config.num_nextn_predict_layers;
     r.mtp_present = has_mtp_module(store, r.config, 0);
-    if (r.mtp_configured == 0) r.mtp_note = "num_nextn_predict_layers is 0";
+    if (r.config.has_dspark()) r.mtp_note = "config.json describes a DSpark drafter: mtp.* holds its stages";
+    else if (r.mtp_configured == 0) r.mtp_note = "num_nextn_predict_layers is 0";
     else if (!r.mtp_present) r.mtp_note = "the checkpoint has no mtp.0.enorm.weight";
+    DSparkSummary& d = r.dspark;
+    d.configured = r.config.has_dspark();
+    if (d.configured) {
+      d.stages = r.config.num_drafter_layers();
+      d.block_size = r.config.dspark_block_size;
+      d.markov_rank = r.config.dspark_markov_rank;
+      d.noise_token_id = r.config.dspark_noise_token_id;
+      d.target_layer_ids = r.config.dspark_target_layer_ids;
+    }
     classify_layers(r);
     compare_with_table(r, store);
   } catch (const Error& e) {
@@ -128,13 +147,22 @@ json report_to_json(const InspectReport& r) {
   json modules = json::array();
   for (const ModuleEncoding& m : r.modules)
     modules.push_back({{"module", m.module}, {"encoding", m.encoding()}, {"format_bytes", m.format_bytes},
-                       {"bytes", m.bytes}, {"bytes_per_token", m.bytes_per_token}, {"counted", m.note}});
+                       {"bytes", m.bytes}, {"bytes_per_token", m.bytes_per_token}, {"per", m.per},
+                       {"counted", m.note}});
   j["modules"] = modules;
   j["decode_bytes_per_token"] = r.decode_bytes_per_token;
   j["aliases"] = r.aliases;
   j["mtp_configured"] = r.mtp_configured;
   j["mtp_present"] = r.mtp_present;
   if (!r.mtp_note.empty()) j["mtp_note"] = r.mtp_note;
+  if (r.dspark.configured) {
+    const DSparkSummary& d = r.dspark;
+    j["dspark"] = {{"present", d.present}, {"stages", d.stages}, {"block_size", d.block_size},
+                   {"target_layer_ids", d.target_layer_ids}, {"markov_rank", d.markov_rank},
+                   {"noise_token_id", d.noise_token_id}};
+    if (!d.note.empty()) j["dspark"]["note"] = d.note;
+  }
+  if (!r.inconsistent.empty()) j["inconsistent"] = r.inconsistent;
   j["missing"] = r.missing;
   j["unexpected"] = r.unexpected;
   json mismatched = json::array();
@@ -158,6 +186,15 @@ std::string list_string(const std::vector<int64_t>& v) {
   return shape_string(v);
 }
 
+// "DSpark drafter: 3 stages, block 5, taps 40,41,42, Markov rank 256, noise token 128799".
+std::string dspark_line(const DSparkSummary& d) {
+  if (!d.present) return "DSpark drafter: absent (" + d.note + ")";
+  std::string taps;
+  for (int64_t id : d.target_layer_ids) taps += (taps.empty() ? "" : ",") + std::to_string(id);
+  return cat("DSpark drafter: ", d.stages, " stages, block ", d.block_size, ", taps ", taps, ", Markov rank ",
+             d.markov_rank, ", noise token ", d.noise_token_id);
+}
+
 }  // namespace
 
 std::string format_report(const InspectReport& r) {
@@ -172,8 +209,10 @@ std::string format_report(const InspectReport& r) {
   const ModelConfig& c = r.config;
   line(cat("  ", r.shards, " shard(s), ", r.tensors, " tensors, ", human_bytes(r.bytes), " of tensor data, ",
            r.parameters, " parameters (packed 4-bit values counted singly, scales excluded)"));
+  const std::string drafter = c.has_dspark() ? cat(c.num_drafter_layers(), " DSpark stages")
+                                             : cat(c.num_nextn_predict_layers, " MTP");
   line(cat("config: vocab ", c.vocab_size, ", hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers + ",
-           c.num_nextn_predict_layers, " MTP, ", c.num_attention_heads, " heads x ", c.head_dim, ", ",
+           drafter, ", ", c.num_attention_heads, " heads x ", c.head_dim, ", ",
            c.n_routed_experts, " experts (", c.num_experts_per_tok, " per token), hc ", c.hc_mult));
   line("dtypes:");
   for (auto& [name, d] : r.dtypes) {
@@ -205,14 +244,16 @@ std::string format_report(const InspectReport& r) {
   line("names: " + r.naming + (r.naming == "hf" ? " (Hugging Face transformers)" : " (the release's)"));
   line("encodings (bytes a decode step reads per token):");
   for (const ModuleEncoding& m : r.modules) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "  %-22s %-32s %12s per token  (%s)", m.module.c_str(), m.encoding().c_str(),
-                  human_bytes(uint64_t(std::llround(m.bytes_per_token))).c_str(), m.note.c_str());
-    line(buf);
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "  %-22s %-32s %12s per %s", m.module.c_str(), m.encoding().c_str(),
+                  human_bytes(uint64_t(std::llround(m.bytes_per_token))).c_str(), m.per.c_str());
+    line(std::string(buf) + "  (" + m.note + ")");  // (notes run long: the DSpark one)
   }
   line("  target decode step: " + human_bytes(uint64_t(std::llround(r.decode_bytes_per_token))) + " per token");
-  if (r.mtp_present) line(cat("MTP: present (", r.mtp_configured, " module(s) configured)"));
+  if (r.dspark.configured) line(dspark_line(r.dspark));
+  else if (r.mtp_present) line(cat("MTP: present (", r.mtp_configured, " module(s) configured)"));
   else line("MTP: absent (" + r.mtp_note + ")");
+  if (!r.inconsistent.empty()) line("inconsistent: " + r.inconsistent);
   line(cat("missing tensors: ", r.missing.size()));
   for (auto& n : r.missing) line("  missing: " + n);
   line(cat("unexpected tensors: ", r.unexpected.size()));

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/aligned_weights.h"
+#include "checkpoint/mirror_dspark_weights.h"
 #include "checkpoint/mirror_weights.h"
 #include "checkpoint/random_weights.h"
 #include "checkpoint/safetensors_writer.h"
@@ -178,6 +179,12 @@ MakeCheckpointResult make_checkpoint(const MakeCheckpointOptions& options) {
       MirrorOptions m = options.mirror;
       m.perturb = options.perturb;
       jobs = mirror_weight_jobs(config, options.with_mtp, options.seed, m);
+      break;
+    }
+    case WeightKind::MirrorDSpark: {
+      MirrorDSparkOptions d = options.mirror_dspark;
+      d.perturb = options.perturb;
+      jobs = mirror_dspark_weight_jobs(config, options.with_mtp, options.seed, options.mirror, d);
       break;
     }
   }

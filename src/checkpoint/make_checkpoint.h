@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/mirror_dspark_weights.h"
 #include "checkpoint/mirror_weights.h"
 #include "checkpoint/presets.h"
 #include "checkpoint/transcode.h"
@@ -27,10 +28,13 @@ struct MakeCheckpointOptions {
   uint64_t seed = 0;
   std::filesystem::path out;
   ConfigChanges changes;
-  bool with_mtp = true;          // false: no mtp.* tensors (the config keeps its MTP layer count)
+  bool with_mtp = true;          // false: no mtp.* tensors, MTP or DSpark (the config keeps its drafter)
   CheckpointEncoding encoding = CheckpointEncoding::Release;  // others: the release's values transcoded
-  double perturb = 0.0;          // aligned and mirror presets: e_proj = I + perturb * G
-  MirrorOptions mirror;          // mirror presets: the construction's constants (perturb above wins)
+  double perturb = 0.0;          // aligned and mirror presets: e_proj = I + perturb * G; mirror-dspark:
+                                 // the fraction of tokens with a wrong Markov successor
+  MirrorOptions mirror;          // mirror presets (and mirror-dspark's target): the construction's
+                                 // constants (perturb above wins)
+  MirrorDSparkOptions mirror_dspark;  // mirror-dspark presets: the drafter's constants (perturb above wins)
   int threads = 0;               // 0 = all cores
   uint64_t max_shard_bytes = uint64_t(4) << 30;
   int min_shards = 2;

@@ -1,5 +1,7 @@
 #include "checkpoint/presets.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -91,6 +93,32 @@ ModelConfig mirror_v4_flash_config() {
   return c;
 }
 
+namespace {
+
+// The DSpark drafter of DeepSeek-V4-Flash-0731 on a target configuration: `stages` ratio-0 entries
+// after the target's layers (num_nextn_predict_layers stays 1, as 0731's config says), the last
+// three target layers tapped.
+ModelConfig with_dspark(ModelConfig c, int64_t stages, int64_t markov_rank, int64_t noise_token_id) {
+  c.compress_ratios.resize(size_t(c.num_hidden_layers));
+  c.compress_ratios.insert(c.compress_ratios.end(), size_t(stages), 0);
+  c.dspark_block_size = 5;
+  c.dspark_noise_token_id = noise_token_id;
+  c.dspark_markov_rank = markov_rank;
+  c.dspark_target_layer_ids.clear();
+  for (int64_t l = std::max<int64_t>(0, c.num_hidden_layers - 3); l < c.num_hidden_layers; ++l)
+    c.dspark_target_layer_ids.push_back(l);
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+ModelConfig tiny_dspark_config() { return with_dspark(tiny_config(), 3, 64, 1000); }
+
+ModelConfig mirror_dspark_tiny_config() { return with_dspark(mirror_tiny_config(), 3, 64, 1000); }
+
+ModelConfig mirror_dspark_v4_flash_config() { return with_dspark(mirror_v4_flash_config(), 3, 256, 128799); }
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tiny", "the golden tiny-a configuration (4 layers [0,4,128,4] + MTP), random weights",
@@ -105,6 +133,15 @@ const std::vector<Preset>& presets() {
        WeightKind::Mirror, mirror_tiny_config(), 4},
       {"mirror-v4-flash", "V4-Flash dimensions (default --layers 3: window, CSA, HCA), mirror weights",
        WeightKind::Mirror, mirror_v4_flash_config(), 3},
+      {"tiny-dspark", "the golden tiny-dspark-a configuration (4 layers [0,4,128,4] + a 3-stage DSpark drafter, "
+       "V4-Flash-0731's layout), random weights",
+       WeightKind::Random, tiny_dspark_config(), 4},
+      {"mirror-dspark", "tiny dimensions; mirror's target with a weaker layer-0 attention (context 2.75) + a DSpark "
+       "drafter whose Markov head follows the target's successor: partial acceptance (mirror_dspark_weights.h)",
+       WeightKind::MirrorDSpark, mirror_dspark_tiny_config(), 4},
+      {"mirror-dspark-v4-flash", "V4-Flash-0731 dimensions (default --layers 3: window, CSA, HCA), mirror-dspark "
+       "weights",
+       WeightKind::MirrorDSpark, mirror_dspark_v4_flash_config(), 3},
   };
   return kPresets;
 }
@@ -182,12 +219,13 @@ ModelConfig build_config(const Preset& preset, const ConfigChanges& changes) {
                                      base.compress_ratios.begin() + base.num_hidden_layers);
   json j = base.to_json();
 
-  bool set_layers = false, set_ratios = false, set_hash = false;
+  bool set_layers = false, set_ratios = false, set_hash = false, set_taps = false;
   for (const auto& [key, text] : changes.set) {
     config_node(j, key) = parse_value(key, text);
     set_layers |= key == "num_hidden_layers";
     set_ratios |= key == "compress_ratios";
     set_hash |= key == "num_hash_layers";
+    set_taps |= key == "dspark_target_layer_ids";
   }
   DSV4_CHECK(!(changes.ratios && set_ratios), "make-checkpoint: give either --ratios or --set compress_ratios");
   DSV4_CHECK(!(changes.ratios && changes.layers && int64_t(changes.ratios->size()) != *changes.layers),
@@ -196,9 +234,15 @@ ModelConfig build_config(const Preset& preset, const ConfigChanges& changes) {
   if (changes.layers) DSV4_CHECK(*changes.layers > 0, "make-checkpoint: --layers must be positive, got ", *changes.layers);
   DSV4_CHECK(!changes.ratios || !changes.ratios->empty(), "make-checkpoint: --ratios needs at least one entry");
 
-  // The layer count and the target layers' kinds; the MTP layers always get ratio 0.
+  // The layer count and the target layers' kinds; the drafter's layers always get ratio 0: the MTP
+  // layers, or a DSpark drafter's stages (as many as the preset has: 0731 keeps
+  // num_nextn_predict_layers = 1 beside its 3 stages).
   const json& mtp_node = j["num_nextn_predict_layers"];
-  const int64_t mtp_layers = mtp_node.is_number_integer() ? std::max<int64_t>(0, mtp_node.get<int64_t>()) : 0;
+  const json* block_node = j.contains("dspark_block_size") ? &j["dspark_block_size"] : nullptr;
+  const bool dspark = block_node && block_node->is_number_integer() && block_node->get<int64_t>() > 0;
+  const int64_t mtp_layers = dspark && base.has_dspark() ? base.num_drafter_layers()
+                             : mtp_node.is_number_integer() ? std::max<int64_t>(0, mtp_node.get<int64_t>())
+                                                            : 0;
   std::optional<int64_t> layers;
   if (changes.ratios) layers = int64_t(changes.ratios->size());
   else if (changes.layers) layers = *changes.layers;
@@ -219,6 +263,13 @@ ModelConfig build_config(const Preset& preset, const ConfigChanges& changes) {
       j["compress_ratios"] = ratios;
     }
     if (!set_hash) j["num_hash_layers"] = std::min(base.num_hash_layers, std::max<int64_t>(*layers, 0));
+    // The drafter taps the last target layers (as many as the preset taps, at most N) unless set.
+    if (dspark && !set_taps) {
+      const int64_t taps = std::min<int64_t>(int64_t(base.dspark_target_layer_ids.size()), *layers);
+      std::vector<int64_t> ids;
+      for (int64_t l = std::max<int64_t>(0, *layers - taps); l < *layers; ++l) ids.push_back(l);
+      j["dspark_target_layer_ids"] = ids;
+    }
   }
   return parse_config(j, "make-checkpoint config");
 }

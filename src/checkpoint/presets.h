@@ -7,6 +7,15 @@
 //   mirror            tiny dimensions, a context-dependent target and an MTP that mirrors its
 //                     first layer: high but partial acceptance (mirror_weights.h)
 //   mirror-v4-flash   V4-Flash dimensions (default 3 layers: window, CSA, HCA), mirror weights
+//   tiny-dspark       the golden tiny-dspark-a configuration (V4-Flash-0731: a 3-stage DSpark
+//                     drafter under mtp.0-2 instead of the MTP), random weights
+//   mirror-dspark     mirror's target built with a weaker layer-0 attention (context 2.75: it then
+//                     follows its successor most of the time) and a DSpark drafter that follows
+//                     the successor: partial acceptance (mirror_dspark_weights.h)
+//   mirror-dspark-v4-flash  V4-Flash-0731 dimensions (default 3 layers), mirror-dspark weights
+//
+// On DSpark presets --layers N keeps the drafter's stages (ratio-0 entries after the N target
+// layers) and taps the last min(3, N) target layers unless --set dspark_target_layer_ids says.
 //
 // Configuration changes are applied to the preset's config.json before validation, so an
 // invalid combination fails with the config's own message naming the key.
@@ -21,7 +30,7 @@
 
 namespace dsv4 {
 
-enum class WeightKind { Random, Aligned, Mirror };
+enum class WeightKind { Random, Aligned, Mirror, MirrorDSpark };
 
 struct Preset {
   std::string name;
@@ -42,6 +51,12 @@ ModelConfig tiny_config();
 // positions); V4-Flash with the layer pattern window, CSA, HCA.
 ModelConfig mirror_tiny_config();
 ModelConfig mirror_v4_flash_config();
+// DeepSeek-V4-Flash-0731's DSpark drafter (3 stages, block 5) on those: tiny-dspark-a's
+// configuration (rank 64, noise 1000, taps 1,2,3); the mirror's tiny one; V4-Flash's (rank 256,
+// noise 128799, taps 0,1,2 of the 3 layers).
+ModelConfig tiny_dspark_config();
+ModelConfig mirror_dspark_tiny_config();
+ModelConfig mirror_dspark_v4_flash_config();
 
 struct ConfigChanges {
   std::optional<int64_t> layers;                // first N entries of the preset's ratio pattern

@@ -29,6 +29,11 @@ ValueDistribution random_distribution(const WeightJob& job, const ModelConfig& c
   if (n == "embed.weight") return D::normal(0.0f, 1.0f);
   if (n == "head.weight") return D::normal(0.0f, 4.0f / std::sqrt(float(c.hidden_size)));
   if (ends_with(n, "norm.weight")) return D::normal(1.0f, 0.1f);
+  // DSpark's heads as tiny-dspark-a's: W1 rows like embedding rows, W2 so that the Markov bias
+  // W2·W1[prev] has the head's logit std (~4), the confidence a raw logit of std ~1.
+  if (ends_with(n, "markov_head.markov_w1.weight")) return D::normal(0.0f, 1.0f);
+  if (ends_with(n, "markov_head.markov_w2.weight")) return D::normal(0.0f, 4.0f * inv_sqrt_fan_in);
+  if (ends_with(n, "confidence_head.proj.weight")) return D::normal(0.0f, inv_sqrt_fan_in);
   if (ends_with(n, "hc_head_scale")) return D::uniform(1.1f, 1.3f);
   if (ends_with(n, "_scale") && contains(n, "hc_")) return D::uniform(0.6f, 1.4f);
   if (ends_with(n, "_fn") && contains(n, "hc_")) return D::normal(0.0f, 0.02f);

@@ -3,7 +3,8 @@
 // projections std 1/sqrt(fan_in), output projections 0.15/sqrt(fan_in), routed experts
 // 0.06 (w1, w3) and 0.014 (w2) times sqrt(256/fan_in), embed std 1, head 4/sqrt(D)
 // (logit std ~4 for unit-RMS inputs), norms 1 + N(0, 0.1), hyper-connection and router
-// parameters as measured on tiny-a.
+// parameters as measured on tiny-a; a DSpark drafter's Markov head W1 std 1, W2 4/sqrt(rank)
+// and confidence head 1/sqrt(fan_in), as measured on tiny-dspark-a.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -182,7 +182,9 @@ std::vector<OutputTensor> plan_outputs(const TensorIndex& index, CheckpointEncod
   const bool ct = e == CheckpointEncoding::CtNvfp4 || e == CheckpointEncoding::CtFp8 || e == CheckpointEncoding::CtInt4;
   const bool int4 = e == CheckpointEncoding::CtInt4;
   const bool float_scales = e == CheckpointEncoding::CtFp8 || int4;
-  const bool mtp_bf16 = e == CheckpointEncoding::CtNvfp4 || int4;  // with copies of embed and head
+  // The drafter's FP8/FP4 weights in BF16 (the recipes `ignore` mtp.*, and the exports keep it
+  // unquantized): the MTP module's, and a DSpark drafter's stages (main_proj included) alike.
+  const bool mtp_bf16 = e == CheckpointEncoding::CtNvfp4 || int4;
   auto name_of = [&](const std::string& release) {
     if (hf) return hf_tensor_name(release);
     // compressed-tensors conversions keep the HF name of the gate's bias
@@ -241,6 +243,8 @@ std::vector<OutputTensor> plan_outputs(const TensorIndex& index, CheckpointEncod
     }
   }
   // compressed-tensors MTP checkpoints carry copies of the embedding and head for vLLM's MTP loader.
+  // A DSpark drafter gets none: its loaders read the target's embed.weight and head.weight (0731
+  // ships no copies), so copies would only add two dead vocabulary-sized tensors.
   const TensorInfo* embed = index.find("embed.weight");
   const TensorInfo* head = index.find("head.weight");
   if (mtp_bf16 && index.find("mtp.0.enorm.weight") && embed && head) {

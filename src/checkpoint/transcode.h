@@ -23,6 +23,11 @@
 //                the head in F32. LOSSY: INT4 cannot hold e2m1 x 2^s exactly; each group of 128 is
 //                rounded to nearest with scale = bf16(amax / 7), symmetric, as GPTQ's RTN start
 //
+// A DSpark drafter (V4-Flash-0731's mtp.0-2 stages) goes where the MTP module goes: BF16 in ct-nvfp4
+// and ct-int4 (without embed/head copies: its loaders use the target's), FP8 with F32 scales and
+// MXFP4 experts in ct-fp8, the release encoding in nvfp4, FP8 experts in fp8-experts; its Markov
+// and confidence heads stay BF16 in every encoding (bf16 already), its norms F32 in hf-bf16.
+//
 // Every transcode but ct-int4 is lossless: an e4m3 or e2m1 code times a power of two is a BF16 value, an
 // MXFP4 tile whose 32-wide scales span at most 2^14 is exactly an e4m3 tile, and an MXFP4 tensor
 // whose scales span at most 2^17 is exactly NVFP4 with a power-of-two global scale (scales spread

@@ -127,6 +127,10 @@ ModelConfig parse_config(const json& j, const std::string& source) {
   r.get_int("eos_token_id", c.eos_token_id);
   r.get_int("max_position_embeddings", c.max_position_embeddings);
   r.get("expert_dtype", c.expert_dtype);
+  r.get_int("dspark_block_size", c.dspark_block_size);
+  r.get_int("dspark_noise_token_id", c.dspark_noise_token_id);
+  r.get("dspark_target_layer_ids", c.dspark_target_layer_ids);
+  r.get_int("dspark_markov_rank", c.dspark_markov_rank);
   if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
     const json& q = j["quantization_config"];
     if (q.contains("weight_block_size")) {
@@ -168,17 +172,39 @@ void ModelConfig::validate() const {
   DSV4_CHECK(num_nextn_predict_layers >= 0, "config: key 'num_nextn_predict_layers' must be >= 0");
   DSV4_CHECK(weight_block_size == 128, "config: key 'quantization_config.weight_block_size' must be [128, 128], got ",
              weight_block_size);
-  DSV4_CHECK(int64_t(compress_ratios.size()) == num_hidden_layers + num_nextn_predict_layers,
-             "config: key 'compress_ratios' has ", compress_ratios.size(),
-             " entries; expected num_hidden_layers + num_nextn_predict_layers = ",
-             num_hidden_layers + num_nextn_predict_layers);
+  if (has_dspark()) {
+    // DeepSeek-V4-Flash-0731 keeps num_nextn_predict_layers = 1 beside three DSpark stages: the
+    // stages are the compress_ratios entries after the target's layers.
+    DSV4_CHECK(int64_t(compress_ratios.size()) > num_hidden_layers, "config: key 'compress_ratios' has ",
+               compress_ratios.size(), " entries; a DSpark drafter (dspark_block_size ", dspark_block_size,
+               ") needs num_hidden_layers (", num_hidden_layers, ") + one entry per stage");
+    DSV4_CHECK(dspark_block_size >= 2, "config: key 'dspark_block_size' must be at least 2 (the anchor and a "
+               "draft), got ", dspark_block_size);
+    DSV4_CHECK(dspark_noise_token_id >= 0 && dspark_noise_token_id < vocab_size, "config: key "
+               "'dspark_noise_token_id' (", dspark_noise_token_id, ") is outside the vocabulary (", vocab_size, ")");
+    DSV4_CHECK(dspark_markov_rank > 0, "config: key 'dspark_markov_rank' must be positive, got ", dspark_markov_rank);
+    DSV4_CHECK(!dspark_target_layer_ids.empty(), "config: key 'dspark_target_layer_ids' is empty: the DSpark "
+               "drafter needs the target layers it reads");
+    for (size_t i = 0; i < dspark_target_layer_ids.size(); ++i) {
+      const int64_t id = dspark_target_layer_ids[i];
+      DSV4_CHECK(id >= 0 && id < num_hidden_layers, "config: key 'dspark_target_layer_ids' entry ", i, " is ", id,
+                 "; expected a target layer in [0, ", num_hidden_layers, ")");
+      DSV4_CHECK(i == 0 || id > dspark_target_layer_ids[i - 1], "config: key 'dspark_target_layer_ids' must be "
+                 "strictly increasing, got ", id, " after ", dspark_target_layer_ids[i - 1]);
+    }
+  } else {
+    DSV4_CHECK(int64_t(compress_ratios.size()) == num_hidden_layers + num_nextn_predict_layers,
+               "config: key 'compress_ratios' has ", compress_ratios.size(),
+               " entries; expected num_hidden_layers + num_nextn_predict_layers = ",
+               num_hidden_layers + num_nextn_predict_layers);
+  }
+  const char* drafter = has_dspark() ? "a DSpark stage" : "an MTP layer";
   for (size_t i = 0; i < compress_ratios.size(); ++i) {
     int64_t r = compress_ratios[i];
     DSV4_CHECK(r == 0 || r >= 2, "config: key 'compress_ratios' entry ", i, " is ", r,
                "; expected 0 (window only) or a ratio >= 2 (4 = CSA with indexer, 128 = HCA)");
     if (int64_t(i) >= num_hidden_layers)
-      DSV4_CHECK(r == 0, "config: key 'compress_ratios' entry ", i,
-                 " belongs to an MTP layer and must be 0, got ", r);
+      DSV4_CHECK(r == 0, "config: key 'compress_ratios' entry ", i, " belongs to ", drafter, " and must be 0, got ", r);
   }
   auto multiple = [](const char* key, int64_t v, int64_t of) {
     DSV4_CHECK(v % of == 0, "config: key '", key, "' = ", v, " is not a multiple of ", of,
@@ -274,6 +300,12 @@ json ModelConfig::to_json() const {
   j["eos_token_id"] = eos_token_id;
   j["max_position_embeddings"] = max_position_embeddings;
   j["expert_dtype"] = expert_dtype;
+  if (has_dspark()) {
+    j["dspark_block_size"] = dspark_block_size;
+    j["dspark_noise_token_id"] = dspark_noise_token_id;
+    j["dspark_target_layer_ids"] = dspark_target_layer_ids;
+    j["dspark_markov_rank"] = dspark_markov_rank;
+  }
   j["hidden_act"] = "silu";
   j["torch_dtype"] = "bfloat16";
   j["topk_method"] = "noaux_tc";

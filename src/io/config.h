@@ -59,9 +59,20 @@ struct ModelConfig {
   int64_t max_position_embeddings = 4096;
   std::string expert_dtype = "fp4";           // "fp4": routed experts are packed e2m1
   int64_t weight_block_size = 128;            // quantization_config.weight_block_size
+  // DSpark (DeepSeek-V4-Flash-0731): the mtp.N.* stages are a block drafter, not the MTP module.
+  // Their number is len(compress_ratios) - num_hidden_layers (num_nextn_predict_layers still says 1).
+  int64_t dspark_block_size = 0;              // B rows drafted per pass; 0 = no DSpark drafter
+  int64_t dspark_noise_token_id = 0;          // fills block rows 1..B-1
+  std::vector<int64_t> dspark_target_layer_ids;  // target blocks whose output streams are tapped
+  int64_t dspark_markov_rank = 0;             // rank of the Markov head (W1 [V, r], W2 [V, r])
 
   // Derived.
-  int64_t num_layers_total() const { return num_hidden_layers + num_nextn_predict_layers; }
+  bool has_dspark() const { return dspark_block_size > 0; }
+  // The drafter layers after the target's: DSpark's stages, else the MTP modules.
+  int64_t num_drafter_layers() const {
+    return has_dspark() ? int64_t(compress_ratios.size()) - num_hidden_layers : num_nextn_predict_layers;
+  }
+  int64_t num_layers_total() const { return num_hidden_layers + num_drafter_layers(); }
   int64_t compress_ratio(int64_t layer) const { return compress_ratios.at(size_t(layer)); }
   bool is_hash_layer(int64_t layer) const { return layer < num_hash_layers; }
   int64_t nope_head_dim() const { return head_dim - qk_rope_head_dim; }

@@ -123,6 +123,9 @@ json to_hf_config_json(const ModelConfig& c) {
   for (const char* key : {"compress_ratios", "num_hash_layers", "qk_rope_head_dim", "rope_scaling", "rope_theta",
                           "compress_rope_theta"})
     j.erase(key);
+  // A DSpark drafter's stage count lives only in compress_ratios (its entries after the target's
+  // layers; num_nextn_predict_layers says 1): kept, as 0731's own config.json has it.
+  if (c.has_dspark()) j["compress_ratios"] = c.compress_ratios;
   json types = json::array(), mlp = json::array(), per_layer = json::array();
   json rates = json::object();
   bool one_rate_per_kind = true;

@@ -1,6 +1,7 @@
 // Binding a checkpoint's tensors to the model's weight views (weights.h: bind_weights,
 // check_weights): tensors found by release name in either naming family, each matrix's encoding
 // read from its own tensors, every shape checked against the geometry the config implies.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_set>
@@ -270,14 +271,68 @@ bool mtp_present(const TensorIndex& index, const ModelConfig& config, int64_t i)
   return i < config.num_nextn_predict_layers && index.find("mtp." + std::to_string(i) + ".enorm.weight") != nullptr;
 }
 
+// The mtp.N. prefixes a checkpoint stores, the MTP loaders' copies of embed/head aside: the
+// largest N + 1. Counted from every tensor, not from one key per stage, so that a stage that lacks
+// some of its tensors (even the one a key would pick) still counts and each missing tensor is
+// reported by name.
+int64_t mtp_prefixes_in(const TensorIndex& index) {
+  int64_t n = 0;
+  for (const auto& [name, t] : index.all()) {
+    if (name.rfind("mtp.", 0) != 0 || is_mtp_alias(name)) continue;
+    const size_t dot = name.find('.', 4);
+    const std::string number = name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+    if (number.empty() || number.size() > 6 || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    n = std::max<int64_t>(n, std::stoll(number) + 1);
+  }
+  return n;
+}
+
+// Whether the checkpoint holds tensors only a DSpark drafter has: stage 0's context projection,
+// the last stage's Markov and confidence heads.
+bool dspark_tensors_in(const TensorIndex& index) {
+  for (const auto& [name, t] : index.all())
+    if (name.rfind("mtp.", 0) == 0 &&
+        (name.find(".main_proj.") != std::string::npos || name.find(".main_norm.") != std::string::npos ||
+         name.find(".markov_head.") != std::string::npos || name.find(".confidence_head.") != std::string::npos))
+      return true;
+  return false;
+}
+
+// DSpark stages stored: 0 without DSpark-only tensors, else the mtp.N. prefixes.
+int64_t dspark_stages_in(const TensorIndex& index) { return dspark_tensors_in(index) ? mtp_prefixes_in(index) : 0; }
+
+// The drafter layers to bind: MTP modules, or the DSpark stages the config lists.
+int64_t drafter_layers(const TensorIndex& index, const ModelConfig& config) {
+  const std::string root = index.store().root().string();
+  if (!config.has_dspark()) {
+    DSV4_CHECK(!dspark_tensors_in(index), root, ": the checkpoint holds a DSpark drafter (mtp.0.main_proj, "
+               "markov_head, confidence_head) but config.json has no dspark_* keys (dspark_block_size, "
+               "dspark_noise_token_id, dspark_target_layer_ids, dspark_markov_rank)");
+    int64_t num_mtp = 0;
+    while (mtp_present(index, config, num_mtp)) ++num_mtp;
+    return num_mtp;
+  }
+  DSV4_CHECK(!index.find("mtp.0.enorm.weight"), root, ": config.json describes a DSpark drafter (dspark_block_size ",
+             config.dspark_block_size, ") but the checkpoint holds a classic MTP module (mtp.0.enorm.weight)");
+  const int64_t stored = mtp_prefixes_in(index);
+  if (stored == 0) return 0;  // a DSpark checkpoint without its drafter: the target alone
+  DSV4_CHECK(stored <= config.num_drafter_layers(), root, ": the checkpoint holds tensors of ", stored,
+             " DSpark stage(s) (mtp.0 .. mtp.", stored - 1, "), config.json's compress_ratios lists ",
+             config.num_drafter_layers(), " after the ", config.num_hidden_layers, " target layers");
+  // Every configured stage is bound: a stage stored in part (or not at all, below the last one
+  // stored) has each of its missing tensors reported by name.
+  return config.num_drafter_layers();
+}
+
 ModelWeights bind_all(const TensorIndex& index, const ModelConfig& config, WeightCheck* check) {
-  int64_t num_mtp = 0;
-  while (mtp_present(index, config, num_mtp)) ++num_mtp;
+  const int64_t num_mtp = drafter_layers(index, config);
   ModelWeights w;
   Binder binder{index, config, check, {}, {}, &w};
   Walk<Binder>{binder, config}.model(w, num_mtp);
   for (const BlockWeights& b : w.layers) binder.check_experts(b.ffn);
   for (const MtpWeights& m : w.mtp) binder.check_experts(m.block.ffn);
+  if (w.dspark)
+    for (const BlockWeights& b : w.dspark->stages) binder.check_experts(b.ffn);
   if (check) {
     for (const auto& [name, t] : index.all()) {
       if (binder.used.count(name)) continue;
@@ -291,8 +346,10 @@ ModelWeights bind_all(const TensorIndex& index, const ModelConfig& config, Weigh
 }  // namespace
 
 bool has_mtp_module(const TensorStore& store, const ModelConfig& config, int64_t index) {
-  return mtp_present(TensorIndex(store), config, index);
+  return !config.has_dspark() && mtp_present(TensorIndex(store), config, index);
 }
+
+int64_t dspark_stages_stored(const TensorStore& store) { return dspark_stages_in(TensorIndex(store)); }
 
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config) {
   return bind_all(TensorIndex(store), config, nullptr);

@@ -147,6 +147,30 @@ struct Walk {
     hc_head(w.hc_head, p);
   }
 
+  // DSpark stages (dspark.md): V4 blocks (score-routed, window-only) under mtp.N., the context
+  // projection on stage 0, the head side on the last stage.
+  void dspark(DSparkWeights& w, int64_t stages) {
+    const int64_t D = c.hidden_size, r = c.dspark_markov_rank;
+    const int64_t taps = int64_t(c.dspark_target_layer_ids.size());
+    w.stages.resize(size_t(stages));
+    for (int64_t s = 0; s < stages; ++s) {
+      const std::string p = "mtp." + std::to_string(s) + ".";
+      block(w.stages[size_t(s)], p, c.num_hidden_layers + s, /*hash=*/false);
+      if (s == 0) {
+        v.fp8(w.main_proj, p + "main_proj", D, taps * D);
+        norm(w.main_norm, p + "main_norm.weight", D);
+      }
+      if (s + 1 == stages) {
+        norm(w.norm, p + "norm.weight", D);
+        hc_head(w.hc_head, p);
+        v.plain(w.markov_w1, p + "markov_head.markov_w1.weight", {c.vocab_size, r}, {DType::BF16, DType::F32});
+        v.plain(w.markov_w2, p + "markov_head.markov_w2.weight", {c.vocab_size, r}, {DType::BF16, DType::F32});
+        v.plain(w.confidence, p + "confidence_head.proj.weight", {1, D + r}, {DType::BF16, DType::F32});
+      }
+    }
+  }
+
+  // num_mtp: MTP modules, or DSpark stages where the config has a DSpark drafter.
   void model(ModelWeights& w, int64_t num_mtp) {
     v.group("embed");
     v.plain(w.embed, "embed.weight", {c.vocab_size, c.hidden_size}, {DType::BF16, DType::F32});
@@ -157,6 +181,13 @@ struct Walk {
     w.layers.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l)
       block(w.layers[size_t(l)], "layers." + std::to_string(l) + ".", l, c.is_hash_layer(l));
+    if (c.has_dspark()) {
+      if (num_mtp > 0) {
+        if (!w.dspark) w.dspark.emplace();
+        dspark(*w.dspark, num_mtp);
+      }
+      return;
+    }
     w.mtp.resize(size_t(num_mtp));
     for (int64_t m = 0; m < num_mtp; ++m) mtp(w.mtp[size_t(m)], m);
   }

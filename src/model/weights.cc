@@ -49,13 +49,14 @@ struct TableCollector {
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mtp) {
   TableCollector collector{config, {}, {}};
   ModelWeights scratch;
-  Walk<TableCollector>{collector, config}.model(scratch, with_mtp ? config.num_nextn_predict_layers : 0);
+  Walk<TableCollector>{collector, config}.model(scratch, with_mtp ? config.num_drafter_layers() : 0);
   return std::move(collector.specs);
 }
 
 std::vector<WeightView*> weight_views(ModelWeights& weights, const ModelConfig& config) {
   ViewCollector collector;
-  Walk<ViewCollector>{collector, config}.model(weights, int64_t(weights.mtp.size()));
+  const int64_t drafter = weights.dspark ? int64_t(weights.dspark->stages.size()) : int64_t(weights.mtp.size());
+  Walk<ViewCollector>{collector, config}.model(weights, drafter);
   return std::move(collector.views);
 }
 

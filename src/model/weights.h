@@ -64,11 +64,26 @@ struct MtpWeights {
   HcHeadWeights hc_head;
 };
 
+// The DSpark drafter of DeepSeek-V4-Flash-0731 (spec: dspark.md), stored under mtp.N.*: ordinary V4
+// blocks (score-routed, window-only) chained as stages, the context projection of the tapped target
+// streams (stage 0), and the head side (last stage): hc_head and norm before the target's LM head,
+// the Markov head and the confidence head.
+struct DSparkWeights {
+  std::vector<BlockWeights> stages;     // mtp.0 .. mtp.S-1
+  WeightView main_proj;                 // [D, taps·D]: the concatenated taps -> main_x
+  WeightView main_norm;                 // [D]
+  WeightView norm;                      // [D]
+  HcHeadWeights hc_head;
+  WeightView markov_w1, markov_w2;      // [V, r] each: bias(prev) = W2 · W1[prev]
+  WeightView confidence;                // [1, D + r]: a raw survival logit per draft
+};
+
 struct ModelWeights {
   WeightView embed, head, norm;
   HcHeadWeights hc_head;
   std::vector<BlockWeights> layers;
   std::vector<MtpWeights> mtp;   // empty when the checkpoint has no MTP module
+  std::optional<DSparkWeights> dspark;  // the checkpoint's DSpark drafter (then `mtp` is empty)
   // F32 copies of the small vectors a checkpoint stores in BF16 where the release has F32 (hc,
   // ape, attention sink, gate bias: kilobytes); the views above point into them.
   std::vector<std::shared_ptr<const std::vector<float>>> widened;
@@ -86,12 +101,19 @@ struct TensorSpec {
 // Whether the checkpoint carries MTP module `index` (keyed by mtp.N.enorm.weight).
 bool has_mtp_module(const TensorStore& store, const ModelConfig& config, int64_t index = 0);
 
+// The DSpark stages the checkpoint holds: 0 without a drafter of that kind (keyed by its own
+// tensors: main_proj, main_norm, markov_head, confidence_head), else the largest N + 1 of its
+// mtp.N. prefixes (a stage stored in part counts: binding names its missing tensors).
+int64_t dspark_stages_stored(const TensorStore& store);
+
 // Every tensor a complete checkpoint in the release encoding holds (what make-checkpoint writes);
-// MTP modules only when `with_mtp`.
+// the drafter (MTP modules or DSpark stages, as the config says) only when `with_mtp`.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mtp);
 
 // Binds the views; throws Error naming the first missing, mis-typed or mis-shaped tensor.
-// MTP modules are bound when present (see has_mtp_module); absent ones leave `mtp` empty.
+// MTP modules are bound when present (see has_mtp_module); absent ones leave `mtp` empty. A DSpark
+// drafter (config dspark_* keys) is bound when any mtp.N. tensor is stored: every stage the config's
+// compress_ratios lists after the target's layers (tensors of more stages throw, naming both counts).
 //
 // Tensors are found by release name in either naming family (model/tensor_names.h), and the
 // encoding of each matrix is read from its own tensors, never from config.json: the dtype of
