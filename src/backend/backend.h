@@ -96,6 +96,8 @@ class Backend : public DeviceMemory {
   // dst row i = row rows[i] of *tables[i] (as f32): the inverse of store_rows, one call for the
   // rows of many sequences.
   virtual void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) = 0;
+  // y row i = [parts[0] row i | parts[1] row i | ...] (f32; every part has y's rows).
+  virtual void concat_cols(std::span<const Tensor> parts, Tensor& y) = 0;
 
   // Rows [0, rows) of the ops that follow (until the next call) are a prompt's: a backend may
   // compute their products with kernels for many rows (the CPU backend: AMX tiles), which round
@@ -148,6 +150,9 @@ class Backend : public DeviceMemory {
                       float norm_eps, HcPreOut& out) = 0;
   virtual void hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) = 0;
   virtual void hc_head(const Tensor& x, const HcHeadWeights& w, float hc_eps, float norm_eps, Tensor& y) = 0;
+  // y [N, D] = round_bf16((Σ_j X_j) / hc) of x [N, hc, D], summed in stream order (the plain mean of
+  // the streams that the DSpark drafter taps).
+  virtual void stream_mean(const Tensor& x, Tensor& y) = 0;
 
   // ---- embedding
   virtual void embed(const WeightView& table, std::span<const int32_t> tokens, int64_t copies, Tensor& out) = 0;

@@ -86,6 +86,14 @@ void RowTable::release_before(int64_t row) {
   }
 }
 
+void RowTable::skip_to(int64_t row) {
+  release_before(row);
+  const int64_t below = row / pool_->rows_per_block();  // blocks holding only rows < row
+  while (int64_t(blocks_.size()) < below) blocks_.push_back(-1);
+  released_prefix_ = std::max(released_prefix_, below);
+  rows_ = std::max(rows_, row);
+}
+
 void RowTable::clear() {
   if (!pool_) return;
   for (int32_t b : blocks_)

@@ -64,6 +64,10 @@ class RowTable {
   // rows are released: a rollback that drops a row still needed fails loudly.
   void truncate(int64_t rows);
   void release_before(int64_t row);   // release blocks holding only rows < row
+  // Rows below `row` will never be read (nor rows [size(), row) written): blocks holding only such
+  // rows are released, and those not allocated yet never are. A table that jumps ahead (a long
+  // prompt's rows that no later row reads).
+  void skip_to(int64_t row);
   void clear();
 
   bool has_row(int64_t i) const;

@@ -2,14 +2,18 @@
 
 #include <cmath>
 
+#include "core/error.h"
+
 #include "model/rope.h"
 
 namespace dsv4 {
 
-Attention::Attention(const AttentionWeights& w, const ModelConfig& c, int64_t compress_ratio)
+Attention::Attention(const AttentionWeights& w, const ModelConfig& c, int64_t compress_ratio, int64_t draft_block)
     : w_(w), heads_(c.num_attention_heads), head_dim_(c.head_dim), rope_dims_(c.qk_rope_head_dim),
-      groups_(c.o_groups), window_(c.sliding_window), ratio_(compress_ratio), eps_(float(c.rms_norm_eps)),
-      rope_(rope_for_layer(c, compress_ratio)) {
+      groups_(c.o_groups), window_(c.sliding_window), ratio_(compress_ratio), draft_block_(draft_block),
+      eps_(float(c.rms_norm_eps)), rope_(rope_for_layer(c, compress_ratio)) {
+  DSV4_CHECK(draft_block == 0 || compress_ratio == 0, "a draft block's attention has no compressor (ratio ",
+             compress_ratio, ")");
   if (w.compressor) compressor_.emplace(*w.compressor, c, rope_, Compressor::Kind::Attention);
   if (w.indexer) indexer_.emplace(*w.indexer, c, rope_);
 }
@@ -64,6 +68,13 @@ Tensor Attention::attend(Pass& p, const Tensor& q, const Tensor* selected, size_
     row.kv = &cache.kv;
     row.position = pos;
     row.window = window_;
+    if (draft_block_ > 0) {  // the block's rows follow the sequence's context: the window before it, and all of it
+      const int64_t first = p.sequences[size_t(p.sequence_of_row[size_t(r)])]->length();
+      DSV4_CHECK(pos >= first && pos < first + draft_block_, "draft block row at position ", pos,
+                 " outside its block [", first, ", ", first + draft_block_, ")");
+      row.position = first + draft_block_ - 1;
+      row.window = window_ + draft_block_;
+    }
     if (ratio_ > 0) {
       row.entries = &cache.entries;
       row.num_entries = (pos + 1) / ratio_;  // complete blocks up to and including this position

@@ -13,7 +13,10 @@ namespace dsv4 {
 
 class Attention {
  public:
-  Attention(const AttentionWeights& w, const ModelConfig& c, int64_t compress_ratio);
+  // draft_block > 0: a DSpark stage's attention (dspark.md). Its rows are a draft block of that many
+  // rows at the end of their sequence, and each sees the last `sliding_window` rows before the block
+  // and every row of the block, not causally; without it a row sees the window ending at itself.
+  Attention(const AttentionWeights& w, const ModelConfig& c, int64_t compress_ratio, int64_t draft_block = 0);
 
   // extend_caches() then output() over the same rows.
   Tensor forward(Pass& p, const Tensor& x, size_t layer, const std::string& scope) const;
@@ -38,7 +41,7 @@ class Attention {
 
  private:
   const AttentionWeights& w_;
-  int64_t heads_, head_dim_, rope_dims_, groups_, window_, ratio_;
+  int64_t heads_, head_dim_, rope_dims_, groups_, window_, ratio_, draft_block_;
   float eps_;
   RopeSpec rope_;
   std::optional<Compressor> compressor_;

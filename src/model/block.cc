@@ -4,10 +4,10 @@
 
 namespace dsv4 {
 
-Block::Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer)
+Block::Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer, int64_t draft_block)
     : w_(w), eps_(float(c.rms_norm_eps)), scope_(std::move(scope)), cache_layer_(cache_layer),
       hc_attn_(w.hc_attn, c, "hc_attn"), hc_ffn_(w.hc_ffn, c, "hc_ffn"),
-      attention_(w.attn, c, w.compress_ratio), moe_(w.ffn, c, w.hash_routed) {}
+      attention_(w.attn, c, w.compress_ratio, draft_block), moe_(w.ffn, c, w.hash_routed) {}
 
 Tensor Block::forward(Pass& p, const Tensor& x) const {
   AttnInput in = extend_caches(p, x);

@@ -12,8 +12,9 @@ namespace dsv4 {
 
 class Block {
  public:
-  // scope: the golden name prefix ("L3", "mtp"); cache_layer: index into each sequence's layer caches.
-  Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer);
+  // scope: the golden name prefix ("L3", "mtp"); cache_layer: index into each sequence's layer caches;
+  // draft_block: a DSpark stage's (its attention sees the whole draft block, see Attention).
+  Block(const BlockWeights& w, const ModelConfig& c, std::string scope, size_t cache_layer, int64_t draft_block = 0);
 
   // x: [N, hc, D] streams → streams after the block.
   Tensor forward(Pass& p, const Tensor& x) const;

@@ -37,6 +37,19 @@ std::vector<float> Transformer::Output::hidden_host() const {
   return host;
 }
 
+std::vector<float> Transformer::Output::taps_host() const {
+  std::vector<float> host(size_t(taps.numel()));
+  if (!host.empty()) backend->to_host(taps, host.data());
+  return host;
+}
+
+void Transformer::set_taps(std::vector<int64_t> layers) {
+  for (size_t i = 0; i < layers.size(); ++i)
+    DSV4_CHECK(layers[i] >= 0 && layers[i] < int64_t(blocks_.size()) && (i == 0 || layers[i] > layers[i - 1]),
+               "taps: layer ", layers[i], " is not an ascending layer of the ", blocks_.size());
+  taps_ = std::move(layers);
+}
+
 Tensor Transformer::head_input(Pass& p, const Tensor& streams, const HcHeadWeights& hc, const WeightView& norm,
                                const std::string& scope) const {
   const int64_t n = streams.dim(0), D = config_.hidden_size;
@@ -126,10 +139,21 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   Tensor spare = p.alloc({n, hc, D});
   std::vector<int64_t>& every_row = identity_rows_;
   for (int64_t i = int64_t(every_row.size()); i < n; ++i) every_row.push_back(i);
+  const int64_t k = int64_t(kept.size());
+  std::vector<Tensor> tapped;  // the mean streams of each tapped block, for the kept rows
+  for (size_t t = 0; t < taps_.size(); ++t) tapped.push_back(p.alloc({k, D}));
   const Workspace::Mark layers_begin = workspace_.mark();
-  for (size_t l = 0; l < blocks_.size(); ++l) {
+  for (size_t l = 0, t = 0; l < blocks_.size(); ++l) {
     const bool last = l + 1 == blocks_.size();
-    const Tensor y = last && int64_t(kept.size()) < n ? blocks_[l].forward(p, x, kept) : blocks_[l].forward(p, x);
+    const Tensor y = last && k < n ? blocks_[l].forward(p, x, kept) : blocks_[l].forward(p, x);
+    if (t < taps_.size() && taps_[t] == int64_t(l)) {
+      Tensor rows = y;
+      if (y.dim(0) != k) {
+        rows = p.alloc({k, hc, D});
+        p.be.gather_rows(y, kept, rows);
+      }
+      p.be.stream_mean(rows, tapped[t++]);
+    }
     spare.shape[0] = y.dim(0);
     if (y.dim(0) > 0) p.be.gather_rows(y, std::span<const int64_t>(every_row).first(size_t(y.dim(0))), spare);
     workspace_.rewind(layers_begin);
@@ -159,6 +183,11 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
     head_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, weights_.head, out.logits, "head");
   }
   out.hidden = x;  // (the workspace keeps it until the next pass)
+  out.taps = Tensor();
+  if (!taps_.empty()) {
+    out.taps = p.alloc({k, int64_t(taps_.size()) * D});
+    p.be.concat_cols(tapped, out.taps);
+  }
   out.backend = &backend_;
 
   p.commit_sequences();

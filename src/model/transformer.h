@@ -47,12 +47,16 @@ class Transformer {
     // requests that ask for them (Request::streams) and of the logit rows of the others.
     Tensor hidden;
     std::vector<int64_t> rows_begin;    // first row of each request in `hidden`
-    Backend* backend = nullptr;         // holds `hidden`
+    // With taps (set_taps): [rows of `hidden`, taps·D] in backend memory, row i the mean of the
+    // streams after each tapped block, side by side (the DSpark drafter's input).
+    Tensor taps;
+    Backend* backend = nullptr;         // holds `hidden` and `taps`
     const float* logits_row(size_t request, int64_t i = 0) const;
     // Rows [first, first + n) of request's streams (backend memory).
     Tensor hidden_rows(size_t request, int64_t first, int64_t n) const;
     // All streams copied to the host, [rows, hc·D] (tools and tests).
     std::vector<float> hidden_host() const;
+    std::vector<float> taps_host() const;  // [rows, taps·D] (tools and tests)
     int64_t vocab = 0, hidden_width = 0;
   };
   void forward(std::span<const Request> requests, Output& out, Tracer* tracer = nullptr);
@@ -74,6 +78,9 @@ class Transformer {
   // The bounded head's copy (its bytes outlive the Transformer's use; disabled: {}), and the most
   // candidates a row may have before the pass falls back to the full head.
   void set_argmax_head(const ArgmaxHead& head, int64_t max_candidates = 4096);
+  // Blocks whose output streams every pass also reduces to their mean (Output::taps), ascending.
+  void set_taps(std::vector<int64_t> layers);
+  const std::vector<int64_t>& taps() const { return taps_; }
   const ArgmaxHeadCounts& argmax_head_counts() const { return argmax_counts_; }
 
   const ModelConfig& config() const { return config_; }
@@ -98,6 +105,7 @@ class Transformer {
   CachePools pools_;
   std::vector<LayerCacheGeometry> geometry_;
   std::vector<Block> blocks_;
+  std::vector<int64_t> taps_;
   ArgmaxHead argmax_head_;
   int64_t argmax_max_candidates_ = 4096;
   ArgmaxHeadScratch argmax_scratch_;

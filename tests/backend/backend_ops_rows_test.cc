@@ -1,6 +1,6 @@
 // Row-wise ops and hyper-connections, CPU backend against the reference backend (see
 // backend_ops_test.cc): rms_norm, head_rms_norm, rope, fake_quant_fp8, hadamard_fp4, hc_pre,
-// hc_post, hc_head.
+// hc_post, hc_head, stream_mean, concat_cols.
 #include "op_compare.h"
 
 namespace dsv4::test {
@@ -318,6 +318,65 @@ TEST(BackendOps, HcHead) {
             else EXPECT_TRUE(within(want, run(be), dy));
           });
         }
+}
+
+// The DSpark taps' mean of the streams: bits against the reference, and on values whose sum is
+// exact in fp32 (multiples of 1/8 below 2^10), exactly (sum / hc) rounded to bf16.
+TEST(BackendOps, StreamMean) {
+  for (int64_t hc : {1, 3, 4})
+    for (int64_t D : {7, 64, 129})
+      for (int64_t n : {1, 3}) {
+        const std::vector<float> x = activations(n * hc * D, uint64_t(hc * 100 + D + n));
+        std::vector<float> exact_values(x.size());
+        for (size_t i = 0; i < x.size(); ++i) exact_values[i] = std::round(x[i] * 64.0f) / 8.0f;
+        const std::vector<float>& exact = exact_values;
+        for (const std::vector<float>* data : {&x, &exact}) {
+          auto run = [&](Backend& be) {
+            std::vector<float> xin(*data), y(size_t(n * D));
+            Tensor ty = tensor(y, {n, D});
+            be.stream_mean(tensor(xin, {n, hc, D}), ty);
+            return y;
+          };
+          const std::vector<float> want = run(reference());
+          for_each_cpu(n, [&](Backend& be) { EXPECT_TRUE(same_bits(want, run(be))) << "hc=" << hc << " D=" << D; });
+          if (data != &exact) continue;
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t e = 0; e < D; ++e) {
+              double sum = 0;
+              for (int64_t j = 0; j < hc; ++j) sum += (*data)[size_t((r * hc + j) * D + e)];
+              ASSERT_EQ(want[size_t(r * D + e)], round_bf16(float(sum / double(hc)))) << "row " << r << " dim " << e;
+            }
+        }
+      }
+}
+
+TEST(BackendOps, ConcatCols) {
+  for (int64_t n : {1, 3, 5}) {
+    const std::vector<int64_t> widths = {7, 64, 1, 129};
+    std::vector<std::vector<float>> parts;
+    int64_t total = 0;
+    for (int64_t w : widths) {
+      parts.push_back(activations(n * w, uint64_t(w + n)));
+      total += w;
+    }
+    auto run = [&](Backend& be) {
+      std::vector<std::vector<float>> in(parts);
+      std::vector<Tensor> views;
+      for (size_t i = 0; i < in.size(); ++i) views.push_back(tensor(in[i], {n, widths[i]}));
+      std::vector<float> y(size_t(n * total));
+      Tensor ty = tensor(y, {n, total});
+      be.concat_cols(views, ty);
+      return y;
+    };
+    const std::vector<float> want = run(reference());
+    for (int64_t r = 0; r < n; ++r) {  // each part where it belongs
+      int64_t at = 0;
+      for (size_t i = 0; i < widths.size(); ++i)
+        for (int64_t k = 0; k < widths[i]; ++k, ++at)
+          ASSERT_EQ(want[size_t(r * total + at)], parts[i][size_t(r * widths[i] + k)]);
+    }
+    for_each_cpu(n, [&](Backend& be) { EXPECT_TRUE(same_bits(want, run(be))) << "n=" << n; });
+  }
 }
 
 }  // namespace

@@ -77,6 +77,24 @@ void CpuBackend::load_rows(std::span<const RowTable* const> tables, std::span<co
   }
 }
 
+void CpuBackend::concat_cols(std::span<const Tensor> parts, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "concat_cols");
+  const int64_t n = y.rows();
+  int64_t width = 0;
+  for (const Tensor& part : parts) {
+    DSV4_CHECK(part.rows() == n, "concat_cols: part ", part.shape_string(), " for ", n, " rows");
+    width += part.cols();
+  }
+  DSV4_CHECK(width == y.cols(), "concat_cols: parts of ", width, " columns for ", y.shape_string());
+  for (int64_t r = 0; r < n; ++r) {
+    float* d = y.f32() + r * width;
+    for (const Tensor& part : parts) {
+      std::memcpy(d, part.f32() + r * part.cols(), size_t(part.cols()) * 4);
+      d += part.cols();
+    }
+  }
+}
+
 void CpuBackend::scale(const Tensor& x, float s, Tensor& y) {
   ScopedOp op_scope(profile_.get(), "scale");
   const int64_t n = x.numel();

@@ -131,4 +131,16 @@ void CpuBackend::hc_head(const Tensor& x, const HcHeadWeights& w, float eps, flo
   weighted_stream_sum(x, mixes.data(), y);
 }
 
+void CpuBackend::stream_mean(const Tensor& x, Tensor& y) {
+  ScopedOp op_scope(profile_.get(), "stream_mean");
+  const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
+  DSV4_CHECK(y.rows() == n && y.cols() == D, "stream_mean: ", y.shape_string(), " for streams ", x.shape_string());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t e = 0; e < D; ++e) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < hc; ++j) sum += x.f32()[(r * hc + j) * D + e];
+      y.f32()[r * D + e] = round_bf16(sum / float(hc));
+    }
+}
+
 }  // namespace dsv4

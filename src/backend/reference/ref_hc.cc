@@ -122,4 +122,16 @@ void ReferenceBackend::hc_head(const Tensor& x, const HcHeadWeights& w, float ep
   weighted_stream_sum(x, p.data(), y);
 }
 
+// y = (X_0 + X_1 + ... + X_{hc-1}) / hc, summed in stream order in fp32, rounded to bf16.
+void ReferenceBackend::stream_mean(const Tensor& x, Tensor& y) {
+  const int64_t n = x.dim(0), hc = x.dim(1), D = x.dim(2);
+  DSV4_CHECK(y.rows() == n && y.cols() == D, "stream_mean: ", y.shape_string(), " for streams ", x.shape_string());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t e = 0; e < D; ++e) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < hc; ++j) sum += x.f32()[(r * hc + j) * D + e];
+      y.f32()[r * D + e] = round_bf16(sum / float(hc));
+    }
+}
+
 }  // namespace dsv4

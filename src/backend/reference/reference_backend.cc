@@ -100,6 +100,22 @@ void ReferenceBackend::scale(const Tensor& x, float s, Tensor& y) {
 }
 
 // y = bf16(a + b); b [N, W] may broadcast over the hc streams of a [N, hc, W] (the MTP's e_proj term).
+// y row i = the parts' rows i side by side.
+void ReferenceBackend::concat_cols(std::span<const Tensor> parts, Tensor& y) {
+  const int64_t n = y.rows();
+  int64_t width = 0;
+  for (const Tensor& part : parts) {
+    DSV4_CHECK(part.rows() == n, "concat_cols: part ", part.shape_string(), " for ", n, " rows");
+    width += part.cols();
+  }
+  DSV4_CHECK(width == y.cols(), "concat_cols: parts of ", width, " columns for ", y.shape_string());
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t at = 0;
+    for (const Tensor& part : parts)
+      for (int64_t k = 0; k < part.cols(); ++k) y.f32()[r * width + at++] = part.f32()[r * part.cols() + k];
+  }
+}
+
 void ReferenceBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   if (a.numel() == b.numel()) {
     for (int64_t i = 0; i < a.numel(); ++i) y.f32()[i] = round_bf16(a.f32()[i] + b.f32()[i]);

@@ -37,6 +37,7 @@ class ReferenceBackend final : public Backend {
   void gather_rows(const Tensor& src, std::span<const int64_t> rows, Tensor& dst) override;
   void store_rows(std::span<RowTable* const> tables, std::span<const int64_t> rows, const Tensor& src) override;
   void load_rows(std::span<const RowTable* const> tables, std::span<const int64_t> rows, Tensor& dst) override;
+  void concat_cols(std::span<const Tensor> parts, Tensor& y) override;
 
   // Ignored: every row takes the same path here, so a row's result never depends on its kind.
   void set_prompt_rows(int64_t rows) override { (void)rows; }
@@ -55,6 +56,7 @@ class ReferenceBackend final : public Backend {
               HcPreOut& out) override;
   void hc_post(const Tensor& x, const Tensor& f, const Tensor& post, const Tensor& comb, Tensor& y) override;
   void hc_head(const Tensor& x, const HcHeadWeights& w, float hc_eps, float norm_eps, Tensor& y) override;
+  void stream_mean(const Tensor& x, Tensor& y) override;
 
   void embed(const WeightView& table, std::span<const int32_t> tokens, int64_t copies, Tensor& out) override;
 
