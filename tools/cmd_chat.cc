@@ -30,7 +30,7 @@ struct ChatArgs {
   WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, system, prompt_file;
   bool thinking = false;
-  int draft = 0;
+  DraftLength draft;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   float temperature = 0.0f, top_p = 1.0f;
@@ -66,18 +66,17 @@ class TurnPrinter {
 };
 
 int run_chat(const ChatArgs& a) {
-  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
-  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
+  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
                                       .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
-  const int draft = effective_draft(*engine, a.draft, "chat");
+  const DraftLength draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
   const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, 1, a.prefill_chunk);
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
-  o.draft_tokens = draft;
+  apply_draft_length(draft, o);
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   o.eos = stop_token(tok, engine->config());
   std::shared_ptr<const grammar::CompiledGrammar> compiled;
@@ -178,8 +177,9 @@ int run_chat(const ChatArgs& a) {
   }
   std::printf("\n%d turns, %lld tokens generated, %lld prompt tokens prefilled, decode %.2f tokens/s\n", turns,
               (long long)total.generated_tokens, (long long)total.prefill_rows, total.decode_tokens_per_s());
-  if (draft > 0) {
-    std::printf("speculative decoding (k = %d): drafted %lld, accepted %lld (%.3f); by position:", draft,
+  if (draft.tokens > 0) {
+    std::printf("speculative decoding (%s, k = %s): drafted %lld, accepted %lld (%.3f); by position:",
+                engine->drafter_name(), draft_length_name(draft).c_str(),
                 (long long)total.drafted, (long long)total.accepted, total.acceptance_rate());
     for (double r : total.acceptance_by_position()) std::printf(" %.3f", r);
     std::printf("; mean accepted length %.2f\n", total.mean_accepted_length());
@@ -195,7 +195,8 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--model", args->model, "checkpoint directory (with tokenizer.json)")->required();
   cmd->add_flag("--thinking", args->thinking, "thinking mode: the reply reasons inside <think>...</think> first");
   cmd->add_option("--system", args->system, "system prompt");
-  cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
+  add_draft_option(cmd, args->draft,
+                   "drafts per step proposed by the checkpoint's drafter (MTP or DSpark; 0 = no speculation), or auto");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows");
   add_draft_head_option(cmd, args->draft_head);
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "longest reply in tokens (default 256)");

@@ -34,7 +34,7 @@ struct GenerateArgs {
   uint64_t seed = 0;
   bool json = false, ignore_eos = false;
   bool full_head = false;  // --full-head: no bounded greedy head
-  int draft = 0;
+  DraftLength draft;
   int64_t mtp_vocab = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
@@ -44,19 +44,18 @@ struct GenerateArgs {
 };
 
 int run_generate(const GenerateArgs& a) {
-  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   const OutputGrammar grammar{load_output_grammar(a.grammar), a.grammar.file()};  // a bad file fails before the model loads
   const OutputGrammar* constrained = a.grammar.any() ? &grammar : nullptr;
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
-  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
+  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
                                       .draft_head = a.draft_head, .argmax_head = !a.full_head, .prefault = a.prefault,
                                       .weights = a.weights});
   const ModelConfig& c = engine->config();
-  const int draft = effective_draft(*engine, a.draft, "generate");
+  const DraftLength draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
-  o.draft_tokens = draft;
+  apply_draft_length(draft, o);
   o.sampling = {a.temperature, a.top_k, a.top_p, a.seed};
   DSV4_CHECK(a.temperature >= 0, "--temperature must be >= 0");
   DSV4_CHECK(a.top_p > 0 && a.top_p <= 1, "--top-p must be in (0, 1]");
@@ -108,9 +107,12 @@ int run_generate(const GenerateArgs& a) {
     if (mask && outputs.size() == 1) j["grammar_complete"] = complete[0];
     else if (mask) j["grammar_complete"] = complete;
     if (mask) add_mask_metrics(j, *mask);
-    add_metrics(j, m, draft);
+    add_metrics(j, m, draft, decoder.scheduler());
     j["backend"] = engine->backend->name();
-    if (draft > 0) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
+    if (draft.tokens > 0) {
+      j["drafter"] = engine->drafter_name();
+      if (engine->mtp) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
+    }
     const ArgmaxHeadCounts& bounded = engine->target->argmax_head_counts();
     j["bounded_head"] = {{"rows", bounded.rows}, {"candidates", bounded.candidates}, {"fallbacks", bounded.fallbacks}};
     std::printf("%s\n", j.dump().c_str());
@@ -125,7 +127,7 @@ int run_generate(const GenerateArgs& a) {
 
 void register_generate(CLI::App& app, CommandResult& result) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation (greedy or sampled; --draft K speculates with the MTP)");
+  CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation (greedy or sampled; --draft K|auto speculates with the checkpoint's drafter)");
   cmd->add_option("--model", args->model, "checkpoint directory")->required();
   auto* ids = cmd->add_option("--prompt-tokens", args->prompt_tokens,
                               "prompt token ids t0,t1,... (repeat for a batch decoded together)");
@@ -144,7 +146,9 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass (default 1)");
   cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens (0 = all)");
   cmd->add_option("--seed", args->seed, "random seed for sampling");
-  cmd->add_option("--draft", args->draft, "draft tokens per step proposed by the MTP module (0 = no speculation)");
+  add_draft_option(cmd, args->draft,
+                   "drafts per step proposed by the checkpoint's drafter (its MTP module or DSpark stages; 0 = no "
+                   "speculation), or auto: each step verifies the drafts expected to pay on this machine");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
   add_draft_head_option(cmd, args->draft_head);
   add_backend_options(cmd, args->backend);

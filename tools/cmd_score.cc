@@ -7,6 +7,7 @@
 #include "backend_args.h"
 #include "commands.h"
 #include "core/error.h"
+#include "engine/dspark_trace.h"
 #include "engine/engine.h"
 #include "tensor_file.h"
 #include "token_args.h"
@@ -33,6 +34,59 @@ double log_softmax_at(const float* logits, int64_t V, int32_t token) {
 
 int argmax(const float* v, int64_t n) { return int(std::max_element(v, v + n) - v); }
 
+double perplexity(const std::vector<float>& logits, std::span<const int32_t> tokens, int64_t P, int64_t V) {
+  const int64_t T = int64_t(tokens.size());
+  double nll = 0;
+  for (int64_t t = P; t < T; ++t) nll -= log_softmax_at(logits.data() + (t - P) * V, V, tokens[size_t(t)]);
+  return std::exp(nll / double(T - P));
+}
+
+// A DSpark checkpoint: the reference's teacher-forced drafting protocol (engine/dspark_trace.h),
+// written under the golden data's names.
+int score_dspark(Engine& engine, const std::vector<int32_t>& tokens, int64_t P, const std::string& out_path) {
+  const int64_t T = int64_t(tokens.size());
+  DSV4_CHECK(P < T, "score: a DSpark checkpoint drafts after the prompt: --prompt-len ", P,
+             " must be below the number of tokens (", T, ")");
+  const std::vector<int64_t> stage_steps{0, T - P - 1};
+  const DSparkTrace t = dspark_teacher_forced(engine, tokens, P, /*trace_stages=*/true, stage_steps);
+  const int64_t B = t.block, V = t.vocab, N = t.steps;
+  std::printf("perplexity over positions %lld..%lld: %.4f\n", (long long)P, (long long)T - 1,
+              perplexity(t.target_logits, tokens, P, V));
+  int64_t agree = 0, total = 0;  // drafts equal to the token at their position, in order per step
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 1; k <= B; ++k) {
+      const int64_t at = t.step_pos[size_t(j)] + 1 + k;  // the position draft k proposes for
+      if (at >= T) break;
+      ++total;
+      if (t.draft_ids[size_t(j * (B + 1) + k)] != tokens[size_t(at)]) break;
+      ++agree;
+    }
+  std::printf("DSpark: %lld stages, block %lld; %lld steps; teacher-forced drafts matching the sequence in order: "
+              "%lld of %lld\n", (long long)t.stages, (long long)B, (long long)N, (long long)agree, (long long)total);
+  if (out_path.empty()) return 0;
+  TensorMap result;
+  result["tokens"] = i64_tensor({T}, std::vector<int64_t>(tokens.begin(), tokens.end()));
+  result["prompt_len"] = i64_tensor({1}, {P});
+  result["target.logits"] = f32_tensor({N + 1, V}, t.target_logits);
+  result["dspark.main_hidden"] = f32_tensor({T, t.taps_width}, t.main_hidden);
+  result["dspark.main_x"] = f32_tensor({T - 1, t.hidden}, t.main_x);
+  result["dspark.ring_after_prefill"] = f32_tensor({t.stages, t.window, t.head_dim}, t.ring_after_prefill);
+  result["dspark.step_pos"] = i64_tensor({N}, t.step_pos);
+  result["dspark.draft_ids"] = i64_tensor({N, B + 1}, t.draft_ids);
+  result["dspark.logits"] = f32_tensor({N, B, V}, t.logits);
+  result["dspark.base_logits"] = f32_tensor({N, B, V}, t.base_logits);
+  result["dspark.margins"] = f32_tensor({N, B}, t.margins);
+  result["dspark.confidence"] = f32_tensor({N, B}, t.confidence);
+  result["dspark.head_hidden"] = f32_tensor({N, B, t.hidden}, t.head_hidden);
+  result["dspark.gate_indices"] = i64_tensor({N, t.stages, B, t.top_k}, t.gate_indices);
+  const int64_t hc = engine.config().hc_mult;
+  result["dspark.stage_out"] = f32_tensor({int64_t(stage_steps.size()), t.stages, B, hc, t.hidden}, t.stage_out);
+  result["dspark.stage_out_steps"] = i64_tensor({int64_t(stage_steps.size())}, stage_steps);
+  write_tensor_file(out_path, result);
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}
+
 int run_score(const ScoreArgs& a) {
   auto engine = Engine::open(a.model, {.backend = a.backend, .prefault = a.prefault, .weights = a.weights});
   const ModelConfig& c = engine->config();
@@ -41,6 +95,11 @@ int run_score(const ScoreArgs& a) {
   DSV4_CHECK(T >= 1, "score: no tokens");
   DSV4_CHECK(P >= 1 && P <= T, "score: --prompt-len ", P, " must be between 1 and the number of tokens (", T, ")");
   check_token_ids(tokens, V, "score");
+  if (engine->dspark) {
+    DSV4_CHECK(a.dump.empty(), "score: --dump-intermediates names the MTP's and the target's intermediates; a DSpark "
+               "checkpoint writes its own under --out");
+    return score_dspark(*engine, tokens, P, a.out);
+  }
 
   Transformer& model = *engine->target;
   TensorMap dump;

@@ -27,7 +27,8 @@ struct ServeArgs {
   bool prefault = true;  // --no-prefault
   WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
-  int port = 8080, draft = 0, max_sequences = 8, max_waiting = 64;
+  int port = 8080, max_sequences = 8, max_waiting = 64;
+  DraftLength draft;
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
@@ -45,7 +46,6 @@ sigset_t stop_signals() {
 }
 
 int run_serve(const ServeArgs& a) {
-  DSV4_CHECK(a.draft >= 0 && a.draft <= 15, "--draft ", a.draft, " must be between 0 and 15");
   DSV4_CHECK(a.max_sequences >= 1, "--max-sequences must be at least 1");
   DSV4_CHECK(a.max_waiting >= 0, "--max-waiting must not be negative");
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive");
@@ -81,9 +81,9 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<server::Scheduler> scheduler;
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
-    engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft > 0, .mtp_vocab = a.mtp_vocab,
+    engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
                                       .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
-    const int draft = effective_draft(*engine, a.draft, "serve");
+    const DraftLength draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
     if (!a.force_output_file.empty())
@@ -92,8 +92,9 @@ int run_serve(const ServeArgs& a) {
         *engine, *tok, server::SchedulerOptions{a.max_sequences, a.max_waiting, a.prefill_chunk}, metrics);
     server.ready({engine.get(), tok.get(), scheduler.get(), limit.tokens, draft, stop_token(*tok, engine->config()),
                   forced.get()});
-    std::fprintf(stderr, "dsv4 serve: ready: model '%s', context %lld tokens, %d sequences, draft %d\n",
-                 http.model_name.c_str(), (long long)limit.tokens, a.max_sequences, draft);
+    std::fprintf(stderr, "dsv4 serve: ready: model '%s', context %lld tokens, %d sequences, draft %s%s%s\n",
+                 http.model_name.c_str(), (long long)limit.tokens, a.max_sequences, draft_length_name(draft).c_str(),
+                 draft.tokens > 0 ? " with " : "", engine->drafter_name());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsv4: error: %s\n", e.what());
     exit_code = 1;
@@ -110,12 +111,13 @@ int run_serve(const ServeArgs& a) {
 
 void register_serve(CLI::App& app, CommandResult& result) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching and MTP drafts");
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching and speculative drafts (MTP or DSpark)");
   cmd->add_option("--model", args->model, "checkpoint directory (with tokenizer.json)")->required();
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--draft", args->draft, "default MTP draft tokens per step (0 = no speculation; requests may ask "
-                                          "for their own with \"draft_tokens\")");
+  add_draft_option(cmd, args->draft,
+                   "default drafts per step (the checkpoint's MTP module or DSpark stages; 0 = no speculation) or "
+                   "auto; requests may ask for their own with \"draft_tokens\"");
   cmd->add_option("--mtp-vocab", args->mtp_vocab, "limit the draft LM head to the first N vocabulary rows (0 = all)");
   add_draft_head_option(cmd, args->draft_head);
   cmd->add_option("--max-sequences", args->max_sequences, "requests decoded together")->capture_default_str();

@@ -4,13 +4,20 @@
 
 namespace dsv4::cli {
 
-int effective_draft(const Engine& engine, int requested, const std::string& command) {
-  if (requested == 0 || engine.proposer) return requested;
+void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help) {
+  cmd->add_option_function<std::string>(
+         "--draft", [&draft](const std::string& text) { draft = parse_draft_length(text); }, help)
+      ->default_str("0");
+}
+
+DraftLength effective_draft(const Engine& engine, const DraftLength& requested, const std::string& command) {
+  if ((!requested.automatic && requested.tokens == 0) || engine.proposer)
+    return resolve_draft_length(requested, engine.proposer.get());
   std::fprintf(stderr,
-               "dsv4 %s: %s has no MTP module (no mtp.0.* tensors): speculative decoding is off, the target "
-               "decodes alone (--draft %d ignored)\n",
-               command.c_str(), engine.files->dir.string().c_str(), requested);
-  return 0;
+               "dsv4 %s: %s has no drafter (no mtp.0.* tensors: neither an MTP module nor DSpark stages): "
+               "speculative decoding is off, the target decodes alone (--draft %s ignored)\n",
+               command.c_str(), engine.files->dir.string().c_str(), draft_length_name(requested).c_str());
+  return {};
 }
 
 void add_draft_head_option(CLI::App* cmd, DraftHeadFormat& format) {
@@ -19,7 +26,7 @@ void add_draft_head_option(CLI::App* cmd, DraftHeadFormat& format) {
          "LM head the MTP drafts with: target (the model's own), fp8, int4 or int2 (a rounded copy made at "
          "start, each draft's 64 best logits recomputed exactly: drafting reads 1/2, 1/4 or 1/8 of the bytes; "
          "output unchanged), auto (int2 where the backend has a kernel for it, else int4, where the head "
-         "allows a copy; else target)")
+         "allows a copy; else target). A DSpark drafter always drafts with the target's head")
       ->check(CLI::IsMember({"target", "fp8", "int4", "int2", "auto"}))
       ->default_str(draft_head_format_name(format));
 }

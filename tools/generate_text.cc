@@ -61,7 +61,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
     if (!complete) warn_incomplete(*grammar);
     j["prompt_tokens"] = ids;
     j["tokens"] = outputs[0].tokens;
-    add_metrics(j, m, o.draft_tokens);
+    add_metrics(j, m, {o.draft_tokens, o.draft_auto}, decoder.scheduler());
     j["backend"] = engine.backend->name();
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
@@ -70,7 +70,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
   std::fflush(stdout);
   if (!complete) warn_incomplete(*grammar);
   std::fprintf(stderr, "[%zu prompt tokens, %zu generated; %s]\n", ids.size(), outputs[0].tokens.size(),
-               metrics_line(m, o.draft_tokens).c_str());
+               metrics_line(m, {o.draft_tokens, o.draft_auto}).c_str());
   return 0;
 }
 

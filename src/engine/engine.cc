@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 #include "io/mapped_file.h"
+#include "speculative/dspark_proposer.h"
+#include "speculative/mtp_proposer.h"
 
 namespace dsv4 {
 
@@ -43,6 +45,11 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
   e->target = std::make_unique<Transformer>(e->files->config, e->files->weights, *e->backend,
                                             TransformerOptions{options.max_rollback});
   if (e->argmax_head) e->target->set_argmax_head(e->argmax_head->view());
+  if (options.load_mtp && e->files->weights.dspark) {
+    e->target->set_taps(e->files->config.dspark_target_layer_ids);
+    e->dspark = std::make_unique<DSparkDrafter>(*e->target, *e->files->weights.dspark);
+    e->proposer = std::make_unique<DSparkProposer>(*e->dspark);
+  }
   if (mtp) {
     MtpOptions mo{options.mtp_vocab, options.max_rollback};
     if (e->draft_head) mo.head = &e->draft_head->view();

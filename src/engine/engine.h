@@ -1,5 +1,6 @@
 // A checkpoint loaded for generation: the mapped weights, a backend, the target model
-// and — when the checkpoint has one and it is wanted — the MTP module as draft proposer.
+// and — when the checkpoint has one and it is wanted — its drafter as draft proposer: the MTP
+// module, or DeepSeek-V4-Flash-0731's DSpark stages.
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -9,9 +10,10 @@
 #include "engine/argmax_head_copy.h"
 #include "engine/draft_head.h"
 #include "model/model_files.h"
+#include "model/dspark.h"
 #include "model/mtp.h"
 #include "model/transformer.h"
-#include "speculative/mtp_proposer.h"
+#include "speculative/proposer.h"
 
 namespace dsv4 {
 
@@ -25,7 +27,7 @@ WeightPlacement parse_weight_placement(const std::string& name);
 
 struct EngineOptions {
   BackendOptions backend;          // which backend runs the model (and its threads)
-  bool load_mtp = true;            // false: no draft proposer even if the checkpoint has one
+  bool load_mtp = true;            // false: no draft proposer even if the checkpoint has one (MTP or DSpark)
   int64_t mtp_vocab = 0;           // draft LM head limited to the first N rows (0 = full)
   int64_t max_rollback = 16;       // longest rollback (>= draft tokens + 1)
   DraftHeadFormat draft_head = DraftHeadFormat::Target;  // the draft head: the target's, or a copy (draft_head.h)
@@ -45,9 +47,12 @@ struct Engine {
   std::unique_ptr<DraftHead> draft_head;  // the MTP's rounded copy of the head (null: it uses the target's)
   std::unique_ptr<ArgmaxHeadCopy> argmax_head;  // the bounded greedy head's copy (null: the full head only)
   std::unique_ptr<MtpModule> mtp;        // null when absent or not wanted
-  std::unique_ptr<MtpProposer> proposer;
+  std::unique_ptr<DSparkDrafter> dspark; // the same for a DSpark drafter (a checkpoint has one or the other)
+  std::unique_ptr<DraftProposer> proposer;
 
   const ModelConfig& config() const { return files->config; }
+  // "MTP", "DSpark", or "" without a drafter.
+  const char* drafter_name() const { return mtp ? "MTP" : dspark ? "DSpark" : ""; }
   // The head the MTP drafts with (Auto resolved): the copy's format, else Target.
   DraftHeadFormat draft_head_format() const { return draft_head ? draft_head->format() : DraftHeadFormat::Target; }
   static std::unique_ptr<Engine> open(const std::filesystem::path& dir, const EngineOptions& options = {});

@@ -176,9 +176,14 @@ struct HttpServer::Impl {
     job.prompt = r.prompt;
     GenerateOptions& o = job.options;
     o.max_new_tokens = generation_budget(r, m.context_limit);
-    o.draft_tokens = r.draft_tokens.value_or(m.default_draft);
-    if (o.draft_tokens > 0 && !m.engine->proposer)
-      throw invalid_field("draft_tokens", "this server has no MTP draft module (started with --draft 0)");
+    const DraftLength asked = r.draft_tokens.value_or(m.default_draft);
+    if ((asked.automatic || asked.tokens > 0) && !m.engine->proposer)
+      throw invalid_field("draft_tokens", "this server has no drafter (its checkpoint has none, or it started with --draft 0)");
+    try {
+      apply_draft_length(resolve_draft_length(asked, m.engine->proposer.get()), o);
+    } catch (const Error& e) {
+      throw invalid_field("draft_tokens", e.what());
+    }
     o.sampling = r.sampling;
     if (!r.ignore_eos) o.eos = m.eos;
     o.top_logprobs = r.top_logprobs;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "speculative/draft_length.h"
 #include "server/forced_output.h"
 #include "server/scheduler.h"
 #include "server/server_metrics.h"
@@ -30,7 +31,7 @@ struct ModelService {
   const text::Tokenizer* tokenizer = nullptr;
   Scheduler* scheduler = nullptr;
   int64_t context_limit = 0;       // prompt + generated tokens
-  int default_draft = 0;
+  DraftLength default_draft;      // resolved against the engine's drafter
   int32_t eos = 0;
   const ForcedOutputs* forced = nullptr;  // test aid
 };

@@ -138,7 +138,12 @@ void parse_common(const Json& body, GenerationRequest& r) {
     if (!r.stream) throw invalid_field("stream_options", "'stream_options' is only allowed with stream: true");
     r.include_usage = bool_field(*options, "include_usage").value_or(false);
   }
-  if (auto k = int_field(body, "draft_tokens", 0, 15)) r.draft_tokens = int(*k);
+  if (const Json* d = field(body, "draft_tokens"); d && d->is_string()) {
+    if (d->get<std::string>() != "auto") throw invalid_field("draft_tokens", "'draft_tokens' must be \"auto\" or an integer 0..15");
+    r.draft_tokens = DraftLength{0, true};
+  } else if (auto k = int_field(body, "draft_tokens", 0, 15)) {
+    r.draft_tokens = DraftLength{int(*k), false};
+  }
   r.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
   r.tokens_as_ids = bool_field(body, "return_tokens_as_token_ids").value_or(false);
   r.skip_special_tokens = bool_field(body, "skip_special_tokens").value_or(true);

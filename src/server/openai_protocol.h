@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "speculative/draft_length.h"
 #include "speculative/sampler.h"
 #include "text/tokenizer.h"
 
@@ -61,7 +62,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   int top_logprobs = -1;               // -1: no logprobs
   bool stream = false, include_usage = false;
-  std::optional<int> draft_tokens;     // extension: MTP drafts for this request (default: the server's)
+  std::optional<DraftLength> draft_tokens;  // extension: drafts per step, or "auto" (default: the server's)
   bool ignore_eos = false;             // extension (as vLLM)
   bool tokens_as_ids = false;          // return_tokens_as_token_ids (as vLLM): logprob tokens as "token_id:N"
   bool skip_special_tokens = true;     // completions: special tokens left out of the text

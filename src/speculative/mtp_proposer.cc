@@ -15,7 +15,7 @@ struct MtpProposer::State final : ProposerState {
 
 MtpProposer::MtpProposer(MtpModule& mtp)
     : mtp_(mtp), width_(mtp.hidden_width()), stream_pool_(mtp.backend(), DType::F32, width_, 16),
-      scratch_(mtp.backend()) {}
+      scratch_(mtp.backend()), chooser_(mtp.target_vocab()) {}
 
 std::unique_ptr<ProposerState> MtpProposer::new_state() {
   auto s = std::make_unique<State>();
@@ -90,36 +90,6 @@ void MtpProposer::accept(std::span<const Verified> verified, const Tensor& strea
   store(tables, at, streams);
 }
 
-bool MtpProposer::choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
-                         std::vector<float>* probs) {
-  const int64_t vd = mtp_.vocab();
-  const SamplingParams greedy;
-  const SamplingParams& sampling = req.sampling ? *req.sampling : greedy;
-  const TokenMask* mask = req.mask;
-  std::span<const uint64_t> allowed;
-  if (mask) {
-    allowed_.resize(mask_words(size_t(mtp_.target_vocab())));
-    context_.assign(req.context.begin(), req.context.end());
-    context_.insert(context_.end(), draft.tokens.begin(), draft.tokens.end());
-    mask->allowed_tokens(req.mask_sequence, context_, allowed_);
-    if (count_allowed(allowed_, size_t(vd)) == 0) return false;  // nothing the draft head can say
-    allowed = allowed_;
-  }
-  std::span<const float> l(logits, size_t(vd));
-  if (sampling.greedy()) {
-    token = argmax_token(l, allowed);
-    return true;
-  }
-  sampling_distribution(l, sampling, allowed, probs_);
-  DSV4_CHECK(req.rng, "mtp proposer: sampling without a random generator");
-  token = sample_from(probs_, *req.rng);
-  if (probs) {
-    probs->assign(size_t(mtp_.target_vocab()), 0.0f);  // q over the full vocabulary (0 beyond the draft's)
-    std::copy(probs_.begin(), probs_.end(), probs->begin());
-  }
-  return true;
-}
-
 void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) {
   drafts.assign(requests.size(), Draft{});
   // Draft 1: the queued target-conditioned rows + the row of (X_{L-1}, x_L), in one pass.
@@ -153,7 +123,8 @@ void MtpProposer::propose(std::span<const DraftRequest> requests, std::vector<Dr
       const bool greedy = !r.sampling || r.sampling->greedy();
       int32_t token;
       std::vector<float> probs;
-      if (!choose(logits, r, d, token, greedy ? nullptr : &probs))
+      if (!chooser_.choose(std::span<const float>(logits, size_t(mtp_.vocab())), r, d.tokens, token,
+                           greedy ? nullptr : &probs))
         continue;  // the mask allows nothing the draft head can say: stop drafting here
       d.tokens.push_back(token);
       if (r.record_logits) d.logits.emplace_back(logits, logits + mtp_.vocab());

@@ -16,6 +16,7 @@
 #pragma once
 #include "core/workspace.h"
 #include "model/mtp.h"
+#include "speculative/draft_choice.h"
 #include "speculative/proposer.h"
 
 namespace dsv4 {
@@ -37,18 +38,13 @@ class MtpProposer final : public DraftProposer {
   struct State;
   // One store of the pass's rows: rows[i] of *tables[i] = streams row i (null: not kept).
   void store(std::vector<RowTable*>& tables, std::vector<int64_t>& rows, const Tensor& streams);
-  // Chooses the next draft token of request i from the MTP logits; false when the mask leaves none.
-  bool choose(const float* logits, const DraftRequest& req, const Draft& draft, int32_t& token,
-              std::vector<float>* probs);
 
   MtpModule& mtp_;
   int64_t width_;
   RowPool stream_pool_;   // the states' queued streams (f32 rows of hc·D)
   Workspace scratch_;     // chained streams gathered for one store
   MtpModule::Output out_;
-  std::vector<uint64_t> allowed_;
-  std::vector<int32_t> context_;
-  std::vector<float> probs_;
+  DraftChooser chooser_;
 };
 
 }  // namespace dsv4

@@ -8,9 +8,10 @@
 //   propose(x_0..x_L, k)                        → d_1..d_k    (draft for positions L+1..L+k)
 //   the target verifies [x_L, d_1..d_k] and accepts a of them
 //   accept(a, X_L..X_{L+a})                                   (after every verification)
-// Each call covers every sequence of a target pass at once. The target's streams are that
-// pass's tensor in backend memory, valid during the call: a proposer keeps what it needs in
-// its own backend memory, so nothing crosses to the host.
+// Each call covers every sequence of a target pass at once. The target's features (its streams
+// after the last block, or the taps of chosen blocks: features()) are that pass's tensor in
+// backend memory, valid during the call: a proposer keeps what it needs in its own backend
+// memory, so nothing crosses to the host.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -64,15 +65,38 @@ struct Draft {
   std::vector<int32_t> tokens;              // d_1..d_k
   std::vector<std::vector<float>> probs;    // sampling mode: the distribution each d_j was drawn from
   std::vector<std::vector<float>> logits;   // with record_logits: the logits that chose d_j
+  // The proposer's own estimate, per draft, that d_j is accepted when d_1..d_{j-1} are (DSpark's
+  // confidence head); empty when it has none. The decoder may verify a prefix only.
+  std::vector<float> survival;
+  // Keeps the first n drafts.
+  void truncate(size_t n) {
+    if (tokens.size() > n) tokens.resize(n);
+    if (probs.size() > n) probs.resize(n);
+    if (logits.size() > n) logits.resize(n);
+    if (survival.size() > n) survival.resize(n);
+  }
 };
+
+// What a proposer reads of each target pass (the tensor prefill() and accept() receive):
+//   Streams  [rows, hc, D]: the streams after the last block (the MTP module)
+//   Taps     [rows, taps·D]: the mean streams after each tapped block, side by side (DSpark;
+//            Transformer::set_taps)
+enum class TargetFeatures { Streams, Taps };
 
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
   virtual std::unique_ptr<ProposerState> new_state() = 0;
+  virtual TargetFeatures features() const { return TargetFeatures::Streams; }
+  // The most drafts one propose() makes per sequence (0: no limit but the caches').
+  virtual int max_drafts() const { return 0; }
+  // How a step's draft cost grows: Once (one pass for any number of drafts: DSpark's block), or
+  // PerDraft (a pass per draft depth: the MTP's chain). For the verify-length scheduler.
+  enum class Cost { Once, PerDraft };
+  virtual Cost draft_cost() const { return Cost::PerDraft; }
 
   // Fills the states over prompt chunks, in order per sequence; `streams` are the pass's
-  // [rows, hc, D].
+  // features (features()).
   virtual void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) = 0;
 
   // Proposes drafts for several sequences at once (each with its own count, sampling and

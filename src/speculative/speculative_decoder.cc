@@ -26,6 +26,7 @@ struct SpeculativeDecoder::Sequence {
   std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
   std::mt19937_64 rng;
   SequenceOutput out;
+  AcceptanceHistory acceptance;      // by draft position (the auto scheduler's)
   bool done = false;
 
   int32_t last() const { return context.back(); }
@@ -71,6 +72,10 @@ void SpeculativeDecoder::check_options(const GenerateOptions& o) const {
              "speculation needs a draft proposer (the checkpoint has no MTP module, or it was not loaded)");
   DSV4_CHECK(o.draft_tokens + 1 <= target_.options().max_rollback, "draft length ", o.draft_tokens,
              " needs rollbacks of ", o.draft_tokens + 1, " tokens; the caches keep ", target_.options().max_rollback);
+  DSV4_CHECK(!proposer_ || proposer_->max_drafts() == 0 || o.draft_tokens <= proposer_->max_drafts(),
+             "draft length ", o.draft_tokens, " exceeds what the drafter proposes per step (",
+             proposer_ ? proposer_->max_drafts() : 0, ": its block)");
+  DSV4_CHECK(!o.draft_auto || o.draft_tokens > 0, "automatic draft length needs a positive maximum (draft_tokens)");
   DSV4_CHECK(o.max_new_tokens >= 0, "negative max_new_tokens ", o.max_new_tokens);
 }
 
@@ -238,27 +243,58 @@ void SpeculativeDecoder::record_logprobs(Sequence& s, const float* rows, size_t 
 }
 
 // Drafts for the running sequences: at most what can still be emitted after the target's
-// own token, and what fits in the context.
+// own token, and what fits in the context; with draft_auto, as many as the scheduler finds worth
+// verifying (it plans before drafting and trims the drafts by their survival after).
 void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<Draft>& drafts) {
   const int64_t max_positions = target_.config().max_position_embeddings;
-  std::vector<DraftRequest> requests;
-  std::vector<size_t> index;
-  drafts.assign(running.size(), Draft{});
+  std::vector<int> count(running.size(), 0);
+  std::vector<size_t> automatic;
   for (size_t r = 0; r < running.size(); ++r) {
     Sequence& s = *running[r];
     const GenerateOptions& o = s.options;
     const int64_t remaining = o.max_new_tokens - int64_t(s.out.tokens.size());
     const int64_t room = max_positions - s.cache->length() - 1;
-    const int n = int(std::min<int64_t>({o.draft_tokens, remaining - 1, room}));
-    if (n <= 0 || !s.draft_state) continue;
-    requests.push_back({s.draft_state.get(), s.cache->length() - 1, n, s.context, &o.sampling, o.mask,
+    count[r] = s.draft_state ? int(std::max<int64_t>(0, std::min<int64_t>({o.draft_tokens, remaining - 1, room}))) : 0;
+    if (o.draft_auto && count[r] > 0) automatic.push_back(r);
+  }
+  std::vector<const AcceptanceHistory*> histories;
+  if (!automatic.empty()) {
+    if (!scheduler_)
+      scheduler_ = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{
+          proposer_->max_drafts() > 0 ? proposer_->max_drafts() : target_.options().max_rollback - 1,
+          proposer_->draft_cost()});
+    std::vector<int> limits;
+    for (size_t r : automatic) {
+      histories.push_back(&running[r]->acceptance);
+      limits.push_back(count[r]);
+    }
+    const std::vector<int> planned = scheduler_->plan(histories, limits);
+    for (size_t j = 0; j < automatic.size(); ++j) count[automatic[j]] = planned[j];
+  }
+  std::vector<DraftRequest> requests;
+  std::vector<size_t> index;
+  drafts.assign(running.size(), Draft{});
+  int depth = 0;
+  for (size_t r = 0; r < running.size(); ++r) {
+    if (count[r] <= 0) continue;
+    Sequence& s = *running[r];
+    const GenerateOptions& o = s.options;
+    requests.push_back({s.draft_state.get(), s.cache->length() - 1, count[r], s.context, &o.sampling, o.mask,
                         s.mask_sequence, &s.rng, o.record_steps});
     index.push_back(r);
+    depth = std::max(depth, count[r]);
   }
   if (requests.empty()) return;
   std::vector<Draft> got;
+  const auto t0 = std::chrono::steady_clock::now();
   proposer_->propose(requests, got);
+  if (scheduler_) scheduler_->record_draft(int64_t(requests.size()), depth, seconds_since(t0));
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
+  if (automatic.empty()) return;
+  std::vector<const Draft*> made;
+  for (size_t r : automatic) made.push_back(&drafts[r]);
+  const std::vector<int> verify = scheduler_->select(histories, made);
+  for (size_t j = 0; j < automatic.size(); ++j) drafts[automatic[j]].truncate(size_t(verify[j]));
 }
 
 // Verifies a sequence's drafts against its rows of the pass and rolls the target back to the
@@ -275,6 +311,7 @@ int SpeculativeDecoder::judge(Sequence& s, const Draft& d, size_t request, int32
     s.out.steps.push_back(std::move(r));
   }
   metrics_.record_step(n, a);
+  if (scheduler_ && n > 0) scheduler_->record_step(s.acceptance, n, a);
   s.cache->truncate(L + 1 + a);
   return a;
 }
@@ -321,7 +358,13 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     requests.push_back({running[r]->cache.get(), verify_tokens[r], true, false, false,
                         /*streams=*/drafts_from(*running[r]), /*argmax_only=*/argmax_only(*running[r])});
   }
+  const auto pass_start = std::chrono::steady_clock::now();
   target_.forward(requests, out_);
+  if (scheduler_ && fresh.empty()) {  // (a pass with prompt rows says nothing of verification's cost)
+    int64_t rows = 0;
+    for (const auto& r : requests) rows += int64_t(r.tokens.size());
+    scheduler_->record_pass(rows, seconds_since(pass_start));
+  }
   if (!running.empty()) ++metrics_.passes;
 
   // The verdicts, then the proposer told about every sequence of the pass at once (its streams
@@ -342,8 +385,11 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     accepted[r] = judge(s, drafts[r], fresh.size() + r, next[r]);
     if (s.draft_state) verified.push_back({s.draft_state.get(), accepted[r], out_.rows_begin[fresh.size() + r]});
   }
-  if (!prefilled.empty()) proposer_->prefill(prefilled, out_.hidden);
-  if (!verified.empty()) proposer_->accept(verified, out_.hidden);
+  if (proposer_ && (!prefilled.empty() || !verified.empty())) {
+    const Tensor& features = proposer_->features() == TargetFeatures::Taps ? out_.taps : out_.hidden;
+    if (!prefilled.empty()) proposer_->prefill(prefilled, features);
+    if (!verified.empty()) proposer_->accept(verified, features);
+  }
 
   for (size_t i = 0; i < fresh.size(); ++i) {  // a prompt's last chunk yields its first token
     Sequence& s = *fresh[i];

@@ -24,12 +24,16 @@
 #include "model/transformer.h"
 #include "speculative/decode_metrics.h"
 #include "speculative/proposer.h"
+#include "speculative/verify_scheduler.h"
 
 namespace dsv4 {
 
 struct GenerateOptions {
   int64_t max_new_tokens = 64;
   int draft_tokens = 0;                  // k; 0 = no speculation
+  // Speculation that decides for itself: each step verifies as many of up to `draft_tokens` drafts
+  // as maximize the expected tokens per second (verify_scheduler.h), none where drafting does not pay.
+  bool draft_auto = false;
   SamplingParams sampling;               // seed: the sequence's random stream
   std::optional<int32_t> eos;            // stop after emitting this token
   const TokenMask* mask = nullptr;
@@ -123,6 +127,11 @@ class SpeculativeDecoder {
 
   // Totals since construction or reset_metrics() (generate() resets them first).
   const DecodeMetrics& metrics() const { return metrics_; }
+  // The `draft_auto` scheduler: its measured costs and acceptance (null until a sequence used it).
+  const VerifyScheduler* scheduler() const { return scheduler_.get(); }
+  // The scheduler `draft_auto` sequences use (tests: one with given, frozen costs); by default one is
+  // made on first use with the proposer's maximum and cost kind.
+  void set_scheduler(std::unique_ptr<VerifyScheduler> scheduler) { scheduler_ = std::move(scheduler); }
   void reset_metrics() { metrics_ = DecodeMetrics{}; }
 
  private:
@@ -143,6 +152,7 @@ class SpeculativeDecoder {
 
   Transformer& target_;
   DraftProposer* proposer_;
+  std::unique_ptr<VerifyScheduler> scheduler_;
   DecodeMetrics metrics_;
   std::map<SequenceId, std::unique_ptr<Sequence>> sequences_;
   SequenceId next_id_ = 0;

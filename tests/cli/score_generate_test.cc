@@ -191,7 +191,8 @@ TEST(GenerateCommand, ClearErrors) {
   // Without the MTP module the target decodes alone, and says so once.
   auto draft = test::run_cli("generate --model " + dir.string() + " --prompt-tokens 0,1,2 --max-new-tokens 4 --draft 2");
   EXPECT_EQ(draft.exit_code, 0) << draft.out;
-  const std::string note = "has no MTP module (no mtp.0.* tensors): speculative decoding is off";
+  const std::string note =
+      "has no drafter (no mtp.0.* tensors: neither an MTP module nor DSpark stages): speculative decoding is off";
   const size_t at = draft.out.find(note);
   EXPECT_NE(at, std::string::npos) << draft.out;
   EXPECT_EQ(draft.out.find(note, at + 1), std::string::npos) << "said more than once: " << draft.out;

@@ -73,7 +73,7 @@ TEST(TextIo, ChatReadsTurnsFromStdin) {
   EXPECT_EQ(answers, 3u) << r.out;
   EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 turns"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("speculative decoding (k = 2): drafted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speculative decoding (MTP, k = 2): drafted"), std::string::npos) << r.out;
   // The conversation is kept between turns: the second turn prefills its own tokens (and the
   // first reply's last token, and an end-of-sentence token if the reply was cut), not the whole
   // conversation again; /clear starts a fresh one.

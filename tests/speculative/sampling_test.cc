@@ -19,40 +19,18 @@
 #include "speculative/rejection_sampling.h"
 #include "speculative/sampler.h"
 #include "speculative/token_mask.h"
+#include "support/joint_distribution.h"
 #include "support/spec_support.h"
 #include "support/test_support.h"
 
 namespace dsv4 {
 namespace {
 
-// Regularized upper incomplete gamma Q(a, x) (Numerical Recipes: series / continued fraction).
-double gamma_q(double a, double x) {
-  if (x <= 0) return 1.0;
-  const double gln = std::lgamma(a);
-  if (x < a + 1) {
-    double sum = 1.0 / a, del = sum, ap = a;
-    for (int n = 0; n < 1000; ++n) {
-      del *= x / ++ap;
-      sum += del;
-      if (std::fabs(del) < std::fabs(sum) * 1e-15) break;
-    }
-    return 1.0 - sum * std::exp(-x + a * std::log(x) - gln);
-  }
-  double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
-  for (int i = 1; i < 1000; ++i) {
-    const double an = -i * (i - a);
-    b += 2;
-    d = an * d + b;
-    if (std::fabs(d) < 1e-300) d = 1e-300;
-    c = b + an / c;
-    if (std::fabs(c) < 1e-300) c = 1e-300;
-    d = 1 / d;
-    const double del = d * c;
-    h *= del;
-    if (std::fabs(del - 1) < 1e-15) break;
-  }
-  return std::exp(-x + a * std::log(x) - gln) * h;
-}
+using test::exact_joint;
+using test::fit_at_depth_three;
+using test::gamma_q;
+using test::JointFit;
+using test::WrongDepthProbabilities;
 
 // The mask is a bitmap (TokenMask): argmax and sampling see only its set bits below the
 // vocabulary size, across word borders, ties to the lowest id.
@@ -110,119 +88,6 @@ TEST(SpeculativeSampling, AcceptanceRuleYieldsTheTargetDistribution) {
   EXPECT_GT(pv, 1e-3);
   EXPECT_NEAR(double(kept) / double(n), overlap, 0.005);
 }
-
-// Goodness of fit of observed counts to exact probabilities; cells expecting fewer than 5
-// draws are pooled into one.
-double goodness_of_fit_p_value(const std::map<std::vector<int32_t>, double>& p,
-                               const std::map<std::vector<int32_t>, int64_t>& counts, int64_t n, int64_t* cells_used) {
-  double chi2 = 0, rare_e = 0;
-  int64_t rare_o = 0, cells = 0, outside = 0;
-  for (auto& [cell, prob] : p) {
-    const double e = prob * double(n);
-    auto it = counts.find(cell);
-    const int64_t o = it == counts.end() ? 0 : it->second;
-    if (e < 5) { rare_e += e; rare_o += o; continue; }
-    chi2 += (double(o) - e) * (double(o) - e) / e;
-    ++cells;
-  }
-  for (auto& [cell, c] : counts)
-    if (!p.count(cell)) outside += c;  // a path the target gives probability 0
-  rare_o += outside;
-  if (rare_e > 0 || rare_o > 0) {
-    chi2 += (double(rare_o) - rare_e) * (double(rare_o) - rare_e) / std::max(rare_e, 1e-9);
-    ++cells;
-  }
-  *cells_used = cells;
-  return gamma_q(double(cells - 1) / 2, chi2 / 2);
-}
-
-// The exact joint distribution of the first `depth` generated tokens under plain sampling:
-// every path's probability, from the target's distributions along it (teacher forcing).
-std::map<std::vector<int32_t>, double> exact_joint(Engine& engine, const std::vector<int32_t>& prompt,
-                                                   const SamplingParams& sp, int depth) {
-  std::map<std::vector<int32_t>, double> paths = {{{}, 1.0}};
-  const int64_t V = engine.config().vocab_size;
-  std::vector<float> probs;
-  for (int d = 0; d < depth; ++d) {
-    std::map<std::vector<int32_t>, double> next;
-    for (auto& [path, prob] : paths) {
-      const test::TeacherForced tf = test::teacher_forced(engine, test::concat(prompt, path));
-      sampling_distribution({tf.logits_row(0, int64_t(prompt.size() + path.size()) - 1), size_t(V)}, sp, {}, probs);
-      for (int32_t v = 0; v < V; ++v)
-        if (probs[size_t(v)] > 0) {
-          std::vector<int32_t> longer = path;
-          longer.push_back(v);
-          next[longer] = prob * probs[size_t(v)];
-        }
-    }
-    paths = std::move(next);
-  }
-  return paths;
-}
-
-// Counts of the first four generated tokens of n sequences (the first from the prefill,
-// the next three verified at draft depths 1, 2 and 3 of the first step when k = 3).
-std::map<std::vector<int32_t>, int64_t> sample_paths(Engine& engine, DraftProposer* proposer,
-                                                     const std::vector<int32_t>& prompt, const SamplingParams& sp,
-                                                     int k, int64_t n, DecodeMetrics& m) {
-  std::map<std::vector<int32_t>, int64_t> counts;
-  const int64_t batch = 2000;
-  for (int64_t done = 0; done < n; done += batch) {
-    SpeculativeDecoder decoder(*engine.target, proposer);
-    GenerateOptions o;
-    o.max_new_tokens = 5;  // 1 prefill token + 3 drafts + the bonus: drafting is not cut short
-    o.draft_tokens = k;
-    o.sampling = sp;
-    o.sampling.seed = sp.seed + uint64_t(done);
-    const std::vector<std::vector<int32_t>> prompts(size_t(std::min(batch, n - done)), prompt);
-    for (auto& s : decoder.generate(prompts, o)) ++counts[std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + 4)];
-    m.add(decoder.metrics());
-  }
-  return counts;
-}
-
-struct JointFit {
-  double p = 0;       // chi-square p-value of the sampled paths against the exact joint
-  int64_t cells = 0;  // cells of the test
-  DecodeMetrics m;    // what the runs drafted and accepted
-};
-
-// n sequences sampled with k = 3 against the exact joint distribution of their first four
-// tokens; prints what ran and the p-value under `label`.
-JointFit fit_at_depth_three(Engine& engine, DraftProposer* proposer, const std::vector<int32_t>& prompt,
-                            const SamplingParams& sp, const std::map<std::vector<int32_t>, double>& exact, int64_t n,
-                            const char* label) {
-  JointFit f;
-  const auto spec = sample_paths(engine, proposer, prompt, sp, 3, n, f.m);
-  f.p = goodness_of_fit_p_value(exact, spec, n, &f.cells);
-  std::printf("%s: %lld paths of 4 tokens, %lld cells; drafted/accepted at depth 1: %lld/%lld, 2: %lld/%lld, "
-              "3: %lld/%lld; chi-square p-value %.4g\n", label, (long long)exact.size(), (long long)f.cells,
-              (long long)f.m.drafted_at.at(0), (long long)f.m.accepted_at.at(0), (long long)f.m.drafted_at.at(1),
-              (long long)f.m.accepted_at.at(1), (long long)f.m.drafted_at.at(2), (long long)f.m.accepted_at.at(2), f.p);
-  return f;
-}
-
-// A proposer that reports, for drafts 2..k, the distribution of draft 1 instead of the one
-// each was drawn from: the rejection test at depth >= 2 then uses the wrong q.
-class WrongDepthProbabilities final : public DraftProposer {
- public:
-  explicit WrongDepthProbabilities(DraftProposer& inner) : inner_(inner) {}
-  std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
-  void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override {
-    inner_.prefill(chunks, streams);
-  }
-  void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
-    inner_.propose(requests, drafts);
-    for (Draft& d : drafts)
-      for (size_t j = 1; j < d.probs.size(); ++j) d.probs[j] = d.probs[0];
-  }
-  void accept(std::span<const Verified> verified, const Tensor& streams) override {
-    inner_.accept(verified, streams);
-  }
-
- private:
-  DraftProposer& inner_;
-};
 
 TEST(SpeculativeSampling, JointDistributionThroughDraftDepthThreeIsTheTargets) {
   auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});

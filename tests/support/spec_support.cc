@@ -51,6 +51,41 @@ std::filesystem::path mirror_checkpoint(double perturb) {
   return generated_checkpoint("mirror", "mirror", 7, {}, {}, perturb);
 }
 
+std::filesystem::path mirror_dspark_checkpoint(double perturb) {
+  return generated_checkpoint("mirror-dspark", "mirror-dspark", 7, {}, {}, perturb);
+}
+
+std::vector<std::vector<float>> dspark_fresh_draft(Engine& engine, const std::vector<int32_t>& all, int64_t P,
+                                                   int64_t L, const std::vector<int32_t>& drafts) {
+  DSparkDrafter& drafter = *engine.dspark;
+  auto seq = engine.target->new_sequence();
+  auto rings = drafter.new_sequence();
+  Transformer::Output out;
+  for (int64_t first = 0; first < L;) {  // the prompt as a prompt, then the rest
+    const int64_t n = first == 0 ? std::min(P, L) : L - first;
+    Transformer::Request r{seq.get(), std::span<const int32_t>(all.data() + first, size_t(n)), false, false,
+                           first == 0, true};
+    engine.target->forward(std::span(&r, 1), out);
+    const DSparkDrafter::Context ctx{rings.get(), 0, n, n};
+    drafter.extend_context(std::span(&ctx, 1), out.taps);
+    first += n;
+  }
+  DSparkDrafter::Output draft;
+  const DSparkDrafter::BlockRequest block{rings.get(), all[size_t(L)], int64_t(drafts.size())};
+  drafter.draft(std::span(&block, 1), draft);
+  std::vector<std::vector<float>> rows;
+  std::vector<float> bias;
+  int32_t prev = all[size_t(L)];
+  for (size_t k = 0; k < drafts.size(); ++k) {
+    drafter.markov_bias(std::span(&prev, 1), bias);
+    std::vector<float> row(draft.base_row(0, int64_t(k)), draft.base_row(0, int64_t(k)) + draft.vocab);
+    for (size_t v = 0; v < row.size(); ++v) row[v] += bias[v];
+    rows.push_back(std::move(row));
+    prev = drafts[k];
+  }
+  return rows;
+}
+
 std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated) {
   std::vector<int32_t> all = prompt;
   all.insert(all.end(), generated.begin(), generated.end());

@@ -27,6 +27,13 @@ std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint64_t seed)
 constexpr double kTestPerturb = 0.05;
 std::filesystem::path mirror_checkpoint(double perturb = kTestPerturb);
 
+// The tiny `mirror-dspark` checkpoint (mirror's target with a weaker context, a DSpark drafter whose
+// Markov head follows the target's successor), seed 7 as mirror_checkpoint(), with a fraction
+// `perturb` of the tokens given a wrong Markov successor. The tests' default, 0.15, puts its seed's
+// acceptance (~0.97 per draft unperturbed) in the partial regime: ~0.8 at the first draft.
+constexpr double kTestDSparkPerturb = 0.15;
+std::filesystem::path mirror_dspark_checkpoint(double perturb = kTestDSparkPerturb);
+
 // prompt followed by the generated tokens.
 std::vector<int32_t> concat(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated);
 
@@ -45,6 +52,12 @@ TeacherForced teacher_forced(Engine& engine, std::span<const int32_t> tokens);
 std::vector<std::vector<float>> mtp_chain(Engine& engine, const std::vector<float>& hidden,
                                           const std::vector<int32_t>& all, int64_t L,
                                           const std::vector<int32_t>& drafts);
+
+// The corrected logits of a fresh DSpark draft after tokens all[0..L): rings from the target's taps
+// of the prefix (prompt rows, positions < P, as a prompt), anchor all[L], then the Markov chain over
+// `drafts` (row k's bias is that of draft k). One row per draft.
+std::vector<std::vector<float>> dspark_fresh_draft(Engine& engine, const std::vector<int32_t>& all, int64_t P,
+                                                   int64_t L, const std::vector<int32_t>& drafts);
 
 // Bitwise equality of float rows.
 bool same_bits(const float* a, const float* b, size_t n);

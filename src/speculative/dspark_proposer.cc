@@ -1,0 +1,111 @@
+#include "speculative/dspark_proposer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+struct DSparkProposer::State final : ProposerState {
+  std::unique_ptr<SequenceCache> rings;  // context rows of positions [0, rings->length())
+};
+
+DSparkProposer::DSparkProposer(DSparkDrafter& drafter) : drafter_(drafter), chooser_(drafter.vocab()) {}
+
+SequenceCache& DSparkProposer::rings(ProposerState& state) { return *static_cast<State&>(state).rings; }
+
+std::unique_ptr<ProposerState> DSparkProposer::new_state() {
+  auto s = std::make_unique<State>();
+  s->rings = drafter_.new_sequence();
+  return s;
+}
+
+void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) {
+  const int64_t W = drafter_.window();
+  std::vector<DSparkDrafter::Context> rows;
+  for (const PrefillChunk& c : chunks) {
+    State& s = static_cast<State&>(*c.state);
+    DSV4_CHECK(s.rings->length() == c.first, "dspark proposer: prefill of positions from ", c.first,
+               " on rings holding ", s.rings->length());
+    // The first draft after this prompt reads positions P-W .. P-1: older rows only advance the rings.
+    const int64_t P = int64_t(c.prompt.size()), from = std::max(c.first, P - W);
+    const int64_t keep = std::clamp<int64_t>(c.first + c.n - from, 0, c.n);
+    rows.push_back({s.rings.get(), c.row, c.n, keep});
+  }
+  drafter_.extend_context(rows, taps);
+}
+
+void DSparkProposer::accept(std::span<const Verified> verified, const Tensor& taps) {
+  std::vector<DSparkDrafter::Context> rows;
+  for (const Verified& v : verified) {
+    State& s = static_cast<State&>(*v.state);
+    DSV4_CHECK(v.accepted >= 0 && v.accepted < drafter_.block_size() + 1, "dspark proposer: ", v.accepted,
+               " drafts accepted of a block of ", drafter_.block_size());
+    rows.push_back({s.rings.get(), v.row, v.accepted + 1, v.accepted + 1});  // the last token and the accepted drafts
+  }
+  drafter_.extend_context(rows, taps);
+}
+
+void DSparkProposer::propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) {
+  drafts.assign(requests.size(), Draft{});
+  std::vector<DSparkDrafter::BlockRequest> blocks;
+  std::vector<size_t> index;  // request of each block
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& r = requests[i];
+    if (r.num_drafts <= 0) continue;
+    State& s = static_cast<State&>(*r.state);
+    DSV4_CHECK(s.rings->length() == r.position + 1 && int64_t(r.context.size()) == r.position + 2,
+               "dspark proposer: rings hold ", s.rings->length(), " positions, draft requested at ", r.position,
+               " with ", r.context.size(), " tokens of context");
+    blocks.push_back({s.rings.get(), r.context.back(), std::min<int64_t>(r.num_drafts, drafter_.block_size())});
+    index.push_back(i);
+  }
+  if (blocks.empty()) return;
+  drafter_.draft(blocks, out_);
+
+  // Row by row: row k's Markov bias is that of its input token (the anchor, then draft k).
+  const int64_t V = drafter_.vocab();
+  std::vector<int32_t> prev(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) prev[b] = blocks[b].anchor;
+  std::vector<size_t> active(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) active[b] = b;
+  std::vector<int64_t> confidence_rows;   // head rows of the drafts made, and their Markov inputs
+  std::vector<int32_t> confidence_prev;
+  std::vector<size_t> confidence_block;
+  std::vector<int32_t> inputs;
+  for (int64_t k = 0; !active.empty(); ++k) {
+    inputs.clear();
+    for (size_t b : active) inputs.push_back(prev[b]);
+    drafter_.markov_bias(inputs, bias_);
+    std::vector<size_t> next;
+    for (size_t j = 0; j < active.size(); ++j) {
+      const size_t b = active[j];
+      const DraftRequest& r = requests[index[b]];
+      Draft& d = drafts[index[b]];
+      const float* base = out_.base_row(b, k);
+      const float* bias = bias_.data() + int64_t(j) * V;
+      row_.resize(size_t(V));
+      for (int64_t v = 0; v < V; ++v) row_[size_t(v)] = base[v] + bias[v];  // fp32, as the reference adds
+      const bool greedy = !r.sampling || r.sampling->greedy();
+      int32_t token;
+      std::vector<float> probs;
+      if (!chooser_.choose(row_, r, d.tokens, token, greedy ? nullptr : &probs)) continue;  // the mask allows nothing
+      d.tokens.push_back(token);
+      if (r.record_logits) d.logits.push_back(row_);
+      if (!greedy) d.probs.push_back(std::move(probs));
+      confidence_rows.push_back(out_.rows_begin[b] + k);
+      confidence_prev.push_back(prev[b]);
+      confidence_block.push_back(b);
+      prev[b] = token;
+      if (int64_t(d.tokens.size()) < blocks[b].rows) next.push_back(b);
+    }
+    active = std::move(next);
+  }
+  // Each draft's survival: sigmoid of the confidence logit of the row that chose it.
+  drafter_.confidence(out_, confidence_rows, confidence_prev, confidence_);
+  for (size_t i = 0; i < confidence_rows.size(); ++i)
+    drafts[index[confidence_block[i]]].survival.push_back(float(1.0 / (1.0 + std::exp(-double(confidence_[i])))));
+}
+
+}  // namespace dsv4

@@ -1,0 +1,229 @@
+#include "speculative/verify_scheduler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace dsv4 {
+
+// ---- acceptance by position
+
+void AcceptanceHistory::record(int drafted, int accepted) {
+  if (drafted <= 0) return;
+  if (trials.size() < size_t(drafted)) {
+    trials.resize(size_t(drafted), 0);
+    hits.resize(size_t(drafted), 0);
+  }
+  // Drafts 1..accepted survived; draft accepted+1 (if verified) was tried and rejected.
+  for (int j = 0; j < drafted && j <= accepted; ++j) {
+    ++trials[size_t(j)];
+    if (j < accepted) ++hits[size_t(j)];
+  }
+}
+
+void AcceptanceHistory::add(const AcceptanceHistory& o) {
+  trials.resize(std::max(trials.size(), o.trials.size()), 0);
+  hits.resize(trials.size(), 0);
+  for (size_t j = 0; j < o.trials.size(); ++j) {
+    trials[j] += o.trials[j];
+    hits[j] += o.hits[j];
+  }
+}
+
+double AcceptanceHistory::survival(size_t j, const AcceptanceHistory* prior) const {
+  // The prior's own rate, itself shrunk toward an even chance; this history's pulled toward it
+  // with the weight of four trials (a sequence's first steps lean on the process's experience).
+  double p0 = 0.5;
+  if (prior && j < prior->trials.size()) p0 = (double(prior->hits[j]) + 1.0) / (double(prior->trials[j]) + 2.0);
+  constexpr double kWeight = 4.0;
+  if (j >= trials.size()) return p0;
+  return (double(hits[j]) + kWeight * p0) / (double(trials[j]) + kWeight);
+}
+
+// ---- costs
+
+void CostCurve::record(int64_t count, double seconds) {
+  if (count <= 0 || !(seconds > 0)) return;
+  if (seconds_.size() <= size_t(count)) seconds_.resize(size_t(count) + 1, 0.0);
+  double& s = seconds_[size_t(count)];
+  constexpr double kAlpha = 0.25;  // recent passes count most: the machine's speed drifts
+  s = s > 0 ? (1 - kAlpha) * s + kAlpha * seconds : seconds;
+}
+
+bool CostCurve::known(int64_t count) const {
+  return count > 0 && size_t(count) < seconds_.size() && seconds_[size_t(count)] > 0;
+}
+
+int64_t CostCurve::measured_points() const {
+  return std::count_if(seconds_.begin(), seconds_.end(), [](double s) { return s > 0; });
+}
+
+std::vector<std::pair<int64_t, double>> CostCurve::points() const {
+  std::vector<std::pair<int64_t, double>> p;
+  for (size_t i = 0; i < seconds_.size(); ++i)
+    if (seconds_[i] > 0) p.emplace_back(int64_t(i), seconds_[i]);
+  return p;
+}
+
+double CostCurve::at(int64_t count) const {
+  if (known(count)) return seconds_[size_t(count)];
+  const auto p = points();
+  if (p.empty()) return 0.0;
+  auto above = std::lower_bound(p.begin(), p.end(), std::make_pair(count, 0.0));
+  auto line = [count](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+    const double slope = std::max(0.0, (b.second - a.second) / double(b.first - a.first));
+    return a.second + slope * double(count - a.first);
+  };
+  if (above != p.end() && above != p.begin()) return line(*(above - 1), *above);  // between two
+  if (p.size() == 1) return p[0].second * double(count) / double(p[0].first);     // one point: proportional
+  if (above == p.end()) return std::max(p.back().second, line(p[p.size() - 2], p.back()));  // beyond the last
+  return std::max(0.0, line(p[0], p[1]));                                           // before the first
+}
+
+// ---- the choice
+
+VerifyScheduler::VerifyScheduler(Options options) : options_(options) {
+  DSV4_CHECK(options_.max_drafts > 0, "verify scheduler: max_drafts must be positive");
+}
+
+void VerifyScheduler::record_pass(int64_t rows, double seconds) {
+  if (!frozen_) pass_.record(rows, seconds);
+}
+
+void VerifyScheduler::record_draft(int64_t sequences, int depth, double seconds) {
+  if (frozen_ || depth <= 0 || sequences <= 0) return;
+  draft_.record(sequences, options_.cost == DraftProposer::Cost::Once ? seconds : seconds / depth);
+}
+
+void VerifyScheduler::record_step(AcceptanceHistory& sequence, int drafted, int accepted) {
+  sequence.record(drafted, accepted);
+  history_.record(drafted, accepted);
+}
+
+double VerifyScheduler::draft_seconds(int64_t sequences, int depth) const {
+  if (sequences <= 0 || depth <= 0) return 0.0;
+  const double t = draft_.at(sequences);
+  return options_.cost == DraftProposer::Cost::Once ? t : t * depth;
+}
+
+double VerifyScheduler::expected_rate(std::span<const std::vector<double>> cumulative, std::span<const int> n,
+                                      int64_t drafted_sequences, int depth) const {
+  double tokens = 0;
+  int64_t rows = 0;
+  for (size_t i = 0; i < n.size(); ++i) {
+    tokens += 1.0;
+    for (int j = 0; j < n[i]; ++j) tokens += cumulative[i][size_t(j)];
+    rows += 1 + n[i];
+  }
+  const double seconds = draft_seconds(drafted_sequences, depth) + pass_.at(rows);
+  return seconds > 0 ? tokens / seconds : 0.0;
+}
+
+std::vector<int> VerifyScheduler::best(std::span<const std::vector<double>> cumulative, bool sunk_draft,
+                                       int64_t drafted, int depth) const {
+  // Every draft that could be verified, most likely to survive first (within a sequence the
+  // cumulative survival falls, so the order keeps each sequence's drafts a prefix).
+  struct Entry {
+    double s;
+    size_t seq;
+    int j;
+  };
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < cumulative.size(); ++i)
+    for (size_t j = 0; j < cumulative[i].size(); ++j) entries.push_back({cumulative[i][j], i, int(j)});
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.s > b.s || (a.s == b.s && a.j < b.j);
+  });
+  std::vector<int> n(cumulative.size(), 0), chosen = n;
+  auto rate_now = [&] {
+    // Planning: the draft costs only where some sequence drafts (to the deepest one's depth).
+    int64_t drafting = 0;
+    int deepest = 0;
+    for (int k : n) {
+      drafting += k > 0;
+      deepest = std::max(deepest, k);
+    }
+    const int64_t seqs = sunk_draft ? drafted : drafting;
+    const int d = sunk_draft ? depth : deepest;
+    return expected_rate(cumulative, n, seqs, d);
+  };
+  double best_rate = rate_now();
+  for (const Entry& e : entries) {
+    if (n[e.seq] != e.j) continue;  // (equal survivals out of order: keep prefixes)
+    ++n[e.seq];
+    const double r = rate_now();
+    if (r > best_rate) {
+      best_rate = r;
+      chosen = n;
+    }
+  }
+  return chosen;
+}
+
+std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const> sequences,
+                                       std::span<const int> limits) {
+  DSV4_CHECK(sequences.size() == limits.size(), "verify scheduler: ", sequences.size(), " sequences, ",
+             limits.size(), " limits");
+  ++steps_;
+  std::vector<int> ask(limits.begin(), limits.end());
+  for (int& k : ask) k = std::clamp(k, 0, options_.max_drafts);
+  if (calibrating()) {  // the longest verification once, then plain passes, until two sizes are known
+    if (!calibrated_full_) {
+      calibrated_full_ = true;
+      return ask;
+    }
+    ++plain_steps_;
+    return std::vector<int>(ask.size(), 0);
+  }
+  std::vector<std::vector<double>> cumulative(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    double c = 1.0;
+    for (int j = 0; j < ask[i]; ++j) {
+      c *= sequences[i]->survival(size_t(j), &history_);
+      cumulative[i].push_back(c);
+    }
+  }
+  const std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  const bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
+  if (!drafts && ++since_draft_ < options_.probe_every) {
+    ++plain_steps_;
+    return n;
+  }
+  since_draft_ = 0;
+  if (!drafts) return ask;  // a probe: acceptance is measured only where drafts are verified
+  // A block drafter drafts its whole block for the same cost (select() trims it with the drafts'
+  // own survivals); a chain drafts as deep as the plan.
+  if (options_.cost == DraftProposer::Cost::Once)
+    for (size_t i = 0; i < ask.size(); ++i) ask[i] = n[i] > 0 ? ask[i] : 0;
+  else
+    ask = n;
+  return ask;
+}
+
+std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* const> sequences,
+                                         std::span<const Draft* const> drafts) {
+  DSV4_CHECK(sequences.size() == drafts.size(), "verify scheduler: ", sequences.size(), " sequences, ",
+             drafts.size(), " drafts");
+  std::vector<int> all(drafts.size());
+  int64_t drafted = 0;
+  int depth = 0;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    all[i] = int(drafts[i]->tokens.size());
+    drafted += all[i] > 0;
+    depth = std::max(depth, all[i]);
+  }
+  if (calibrating()) return all;
+  std::vector<std::vector<double>> cumulative(drafts.size());
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const Draft& d = *drafts[i];
+    double c = 1.0;
+    for (int j = 0; j < all[i]; ++j) {
+      c *= size_t(j) < d.survival.size() ? double(d.survival[size_t(j)]) : sequences[i]->survival(size_t(j), &history_);
+      cumulative[i].push_back(c);
+    }
+  }
+  return best(cumulative, /*sunk_draft=*/true, drafted, depth);
+}
+
+}  // namespace dsv4

@@ -1,0 +1,102 @@
+// How many drafts to verify (`--draft auto`): the number that maximizes the expected tokens per
+// second of a step, from each draft's chance of surviving and the measured costs of this machine.
+//
+// A step of m sequences that verifies n_i drafts of sequence i yields Σ_i (1 + S_i1 + ... + S_in_i)
+// tokens on average, where S_ij is the chance that drafts 1..j are all accepted, and costs the draft
+// time plus one target pass of Σ_i (1 + n_i) rows. Each S_ij is the product of per-draft survivals
+// s_i1 · ... · s_ij: the proposer's own estimate where it has one (DSpark's confidence head), else
+// the acceptance by position measured on the sequence, with the process's history as a prior.
+// Since S_ij falls with j, the best drafts to verify for any total are the largest S_ij across the
+// batch, so the choice is exact for this model: sort them, and take the prefix with the highest
+// rate (a batch's sequences share the pass, and the choice knows it). Before drafting the same
+// rate, with predicted survivals, says whether drafting pays at all this step (and, for a proposer
+// whose cost grows per draft, how deep to draft); a step without drafts every `probe_every` still
+// drafts, so that acceptance keeps being measured.
+//
+// Costs are learned from the passes the decoder runs, per number of rows in the pass (and of
+// drafted sequences), as moving averages; counts never measured are interpolated linearly between
+// measured ones. Until two pass sizes are known the scheduler calibrates: it verifies everything
+// offered, then nothing, once each.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "speculative/proposer.h"
+
+namespace dsv4 {
+
+// Acceptance by draft position, conditional: hits[j] of trials[j] steps that verified draft j+1
+// with drafts 1..j accepted accepted it too.
+struct AcceptanceHistory {
+  std::vector<int64_t> trials, hits;
+  void record(int drafted, int accepted);
+  void add(const AcceptanceHistory& other);
+  // The chance draft j+1 survives, given the earlier ones did: this history's rate, shrunk toward
+  // `prior` (its rate, or 0.5 unknown) with the weight of a few trials.
+  double survival(size_t j, const AcceptanceHistory* prior) const;
+};
+
+// Time as a function of a count (pass rows, drafted sequences): moving averages where measured,
+// linear between them, the nearest two's slope beyond (never below the last known value's share).
+class CostCurve {
+ public:
+  void record(int64_t count, double seconds);
+  bool known(int64_t count) const;
+  int64_t measured_points() const;
+  double at(int64_t count) const;  // 0 when nothing is measured
+  // (count, seconds) of every measured count, ascending.
+  std::vector<std::pair<int64_t, double>> points() const;
+
+ private:
+  std::vector<double> seconds_;  // [count]: 0 = never measured
+};
+
+class VerifyScheduler {
+ public:
+  struct Options {
+    int max_drafts = 5;
+    DraftProposer::Cost cost = DraftProposer::Cost::Once;
+    int probe_every = 8;  // steps that decided not to draft before one drafts anyway
+  };
+  explicit VerifyScheduler(Options options);
+
+  // Before drafting: drafts to ask of each sequence (limits[i]: the most it may have; 0 = none).
+  std::vector<int> plan(std::span<const AcceptanceHistory* const> sequences, std::span<const int> limits);
+  // After drafting: how many of each sequence's drafts to verify (its survivals, else predicted).
+  std::vector<int> select(std::span<const AcceptanceHistory* const> sequences, std::span<const Draft* const> drafts);
+
+  // A target pass of `rows` rows without prompt rows; a draft call for `sequences` sequences to `depth`.
+  // After freeze_costs() both are ignored: the costs recorded so far are the model (reproducible
+  // choices, for tests and for measuring the scheduler itself).
+  void record_pass(int64_t rows, double seconds);
+  void record_draft(int64_t sequences, int depth, double seconds);
+  // A sequence's verification: into its history and the process's.
+  void record_step(AcceptanceHistory& sequence, int drafted, int accepted);
+  void freeze_costs() { frozen_ = true; }
+
+  const CostCurve& pass_cost() const { return pass_; }
+  const CostCurve& draft_cost() const { return draft_; }  // per drafted sequence count (Once) or per depth unit (PerDraft)
+  const AcceptanceHistory& history() const { return history_; }
+  bool calibrating() const { return pass_.measured_points() < 2; }
+  int64_t plain_steps() const { return plain_steps_; }  // steps planned without drafts
+
+  // The expected rate (tokens/s) of verifying, per sequence, the prefix counts `n` of cumulative
+  // survivals `cumulative` (exposed for tests).
+  double expected_rate(std::span<const std::vector<double>> cumulative, std::span<const int> n,
+                       int64_t drafted_sequences, int depth) const;
+
+ private:
+  // The counts that maximize the expected rate given each sequence's cumulative survivals.
+  std::vector<int> best(std::span<const std::vector<double>> cumulative, bool sunk_draft, int64_t drafted,
+                        int depth) const;
+  double draft_seconds(int64_t sequences, int depth) const;
+
+  Options options_;
+  CostCurve pass_, draft_;
+  AcceptanceHistory history_;
+  int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0;
+  bool calibrated_full_ = false, frozen_ = false;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,201 @@
+// The verify-length scheduler (`--draft auto`) against closed-form expectations: the acceptance
+// history's counts, the cost curve's interpolation, the choice of drafts to verify against an
+// exhaustive search over every combination (single sequences and batches, with costs of several
+// shapes), calibration, and the decision not to draft where drafting cannot pay — with probes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "speculative/verify_scheduler.h"
+
+namespace dsv4 {
+namespace {
+
+using Cost = DraftProposer::Cost;
+
+TEST(AcceptanceHistory, CountsTrialsAndHitsByPosition) {
+  AcceptanceHistory h;
+  h.record(3, 1);  // draft 1 accepted, draft 2 rejected, draft 3 never judged
+  EXPECT_EQ(h.trials, (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_EQ(h.hits, (std::vector<int64_t>{1, 0, 0}));
+  h.record(3, 3);
+  h.record(2, 0);
+  EXPECT_EQ(h.trials, (std::vector<int64_t>{3, 2, 1}));
+  EXPECT_EQ(h.hits, (std::vector<int64_t>{2, 1, 1}));
+  // Shrunk toward the prior's rate with the weight of four trials.
+  AcceptanceHistory prior;
+  for (int i = 0; i < 98; ++i) prior.record(1, i < 78 ? 1 : 0);  // 78 / 98 -> (78 + 1) / (98 + 2) = 0.79
+  EXPECT_NEAR(h.survival(0, &prior), (2.0 + 4 * 0.79) / (3.0 + 4), 1e-12);
+  EXPECT_NEAR(h.survival(5, &prior), 0.5, 1e-12);  // neither knows position 6: an even chance
+  EXPECT_NEAR(AcceptanceHistory{}.survival(0, &prior), 0.79, 1e-12);
+}
+
+TEST(CostCurve, AveragesAndInterpolates) {
+  CostCurve c;
+  EXPECT_EQ(c.at(3), 0.0);
+  c.record(1, 0.010);
+  EXPECT_DOUBLE_EQ(c.at(4), 0.040);  // one point: proportional
+  c.record(6, 0.020);
+  EXPECT_NEAR(c.at(3), 0.014, 1e-12);  // linear between 1 and 6
+  EXPECT_NEAR(c.at(8), 0.024, 1e-12);  // the last two's slope beyond
+  c.record(1, 0.020);                  // a moving average: 0.75 * 10 ms + 0.25 * 20 ms
+  EXPECT_NEAR(c.at(1), 0.0125, 1e-12);
+  EXPECT_EQ(c.measured_points(), 2);
+}
+
+// A scheduler whose pass costs follow `pass(rows)` (seconds) for rows 1..40 and whose draft costs
+// `draft(sequences)`, all measured.
+VerifyScheduler measured(Cost cost, int max_drafts, const std::function<double(int64_t)>& pass,
+                         const std::function<double(int64_t)>& draft) {
+  VerifyScheduler s({max_drafts, cost, 8});
+  for (int64_t r = 1; r <= 40; ++r) s.record_pass(r, pass(r));
+  for (int64_t n = 1; n <= 8; ++n) s.record_draft(n, 1, draft(n));
+  return s;
+}
+
+// Every combination of verify counts; the best expected rate.
+double brute_force(const VerifyScheduler& s, const std::vector<std::vector<double>>& cumulative, int64_t drafted,
+                   int depth, std::vector<int>& best) {
+  std::vector<int> n(cumulative.size(), 0);
+  double top = -1;
+  for (;;) {
+    const double r = s.expected_rate(cumulative, n, drafted, depth);
+    if (r > top + 1e-12) {
+      top = r;
+      best = n;
+    }
+    size_t i = 0;
+    while (i < n.size() && n[i] == int(cumulative[i].size())) n[i++] = 0;
+    if (i == n.size()) return top;
+    ++n[i];
+  }
+}
+
+std::vector<double> cumulative_of(const std::vector<float>& survival) {
+  std::vector<double> c;
+  double p = 1;
+  for (float s : survival) c.push_back(p *= s);
+  return c;
+}
+
+TEST(VerifyScheduler, VerifiesThePrefixWithTheHighestExpectedRate) {
+  // Pass: 10 ms + 2 ms per extra row; a block draft: 5 ms. Survivals 0.9, 0.9, 0.9, 0.1, 0.9:
+  // rates 1/15, 1.9/17, 2.71/19, 3.439/21 (best: three drafts), 3.512/23, 3.578/25 per ms.
+  VerifyScheduler s = measured(Cost::Once, 5, [](int64_t r) { return 0.010 + 0.002 * double(r - 1); },
+                               [](int64_t) { return 0.005; });
+  Draft d;
+  d.tokens = {1, 2, 3, 4, 5};
+  d.survival = {0.9f, 0.9f, 0.9f, 0.1f, 0.9f};
+  const AcceptanceHistory h;
+  const AcceptanceHistory* hs[] = {&h};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{3});
+  // Confident drafts and cheap rows: all five. Unlikely drafts and dear rows: none.
+  d.survival = {0.99f, 0.99f, 0.99f, 0.99f, 0.99f};
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{5});
+  VerifyScheduler dear = measured(Cost::Once, 5, [](int64_t r) { return 0.010 * double(r); },
+                                  [](int64_t) { return 0.005; });
+  d.survival = {0.3f, 0.3f, 0.3f, 0.3f, 0.3f};
+  EXPECT_EQ(dear.select(hs, ds), std::vector<int>{0});
+}
+
+TEST(VerifyScheduler, BatchChoiceIsTheExhaustiveOptimum) {
+  // Cost shapes: linear, concave (a pass of many rows reads mostly the same weights), convex
+  // (each row reads experts of its own), and a step (a kernel's tile boundary).
+  const std::vector<std::function<double(int64_t)>> shapes = {
+      [](int64_t r) { return 0.010 + 0.003 * double(r); },
+      [](int64_t r) { return 0.010 + 0.008 * std::sqrt(double(r)); },
+      [](int64_t r) { return 0.010 + 0.0004 * double(r * r); },
+      [](int64_t r) { return r <= 4 ? 0.012 : 0.030; },
+  };
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(0.05f, 1.0f);
+  int checked = 0;
+  for (const auto& shape : shapes)
+    for (int trial = 0; trial < 40; ++trial) {
+      VerifyScheduler s = measured(Cost::Once, 5, shape, [](int64_t n) { return 0.004 * double(n); });
+      const size_t m = 1 + size_t(trial % 3);
+      std::vector<Draft> drafts(m);
+      std::vector<std::vector<double>> cumulative;
+      std::vector<AcceptanceHistory> hist(m);
+      std::vector<const AcceptanceHistory*> hs;
+      std::vector<const Draft*> ds;
+      for (size_t i = 0; i < m; ++i) {
+        const int k = 1 + int(rng() % 5);
+        for (int j = 0; j < k; ++j) {
+          drafts[i].tokens.push_back(j);
+          drafts[i].survival.push_back(u(rng));
+        }
+        cumulative.push_back(cumulative_of(drafts[i].survival));
+        hs.push_back(&hist[i]);
+        ds.push_back(&drafts[i]);
+      }
+      int depth = 0;
+      for (const Draft& d : drafts) depth = std::max(depth, int(d.tokens.size()));
+      std::vector<int> best;
+      const double top = brute_force(s, cumulative, int64_t(m), depth, best);
+      const std::vector<int> chosen = s.select(hs, ds);
+      EXPECT_NEAR(s.expected_rate(cumulative, chosen, int64_t(m), depth), top, top * 1e-9)
+          << "trial " << trial << ": chose a rate below the exhaustive optimum";
+      ++checked;
+    }
+  EXPECT_EQ(checked, 160);
+}
+
+TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
+  VerifyScheduler s({5, Cost::Once, 8});
+  AcceptanceHistory h;
+  const AcceptanceHistory* hs[] = {&h};
+  const int limit[] = {5};
+  EXPECT_TRUE(s.calibrating());
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{5});  // the longest verification first
+  s.record_pass(6, 0.030);
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});  // then a plain pass
+  s.record_pass(1, 0.010);
+  EXPECT_FALSE(s.calibrating());
+  // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins; every
+  // eighth planned step drafts anyway.
+  s.record_draft(1, 1, 0.010);
+  for (int i = 0; i < 40; ++i) s.record_step(h, 5, 0);
+  int drafted = 0;
+  for (int step = 0; step < 32; ++step) drafted += s.plan(hs, limit)[0] > 0;
+  EXPECT_EQ(drafted, 4);
+  EXPECT_GE(s.plain_steps(), 28);
+  // Drafts accepted nearly always: the whole block is asked for (a block costs the same for any K).
+  AcceptanceHistory good;
+  for (int i = 0; i < 200; ++i) s.record_step(good, 5, 5);
+  const AcceptanceHistory* gs[] = {&good};
+  EXPECT_EQ(s.plan(gs, limit), std::vector<int>{5});
+}
+
+TEST(VerifyScheduler, AChainDrafterPlansItsDepth) {
+  // An MTP chain: each draft depth costs 4 ms, a pass 10 ms + 1 ms per row. Acceptance 0.8 per
+  // position: depth d yields 1 + 0.8 + ... + 0.8^d tokens for 4d + 10 + d ms.
+  VerifyScheduler s = measured(Cost::PerDraft, 6, [](int64_t r) { return 0.010 + 0.001 * double(r - 1); },
+                               [](int64_t) { return 0.004; });
+  AcceptanceHistory h;
+  for (int i = 0; i < 400; ++i) {
+    int a = 0;
+    while (a < 6 && (i * 7 + a * 13) % 10 < 8) ++a;  // a deterministic stream near 0.8 per position
+    s.record_step(h, 6, a);
+  }
+  const AcceptanceHistory* hs[] = {&h};
+  const int limit[] = {6};
+  const int planned = s.plan(hs, limit)[0];
+  double best = 0;
+  int best_depth = 0;
+  for (int d = 0; d <= 6; ++d) {
+    double tokens = 1, c = 1;
+    for (int j = 0; j < d; ++j) tokens += (c *= h.survival(size_t(j), &s.history()));
+    const double rate = tokens / (0.004 * d + 0.010 + 0.001 * d);
+    if (rate > best) {
+      best = rate;
+      best_depth = d;
+    }
+  }
+  EXPECT_EQ(planned, best_depth);
+  EXPECT_GT(planned, 0);
+}
+
+}  // namespace
+}  // namespace dsv4
