@@ -12,6 +12,8 @@
 #include "bench/memory_bandwidth.h"
 #include "bench/model_bench.h"
 #include "bench/speedup_model.h"
+#include "bench_dspark.h"
+#include "io/config.h"
 #include "checkpoint/presets.h"
 #include "commands.h"
 #include "core/error.h"
@@ -21,7 +23,7 @@ namespace dsv4::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, e2e_model;
+  std::string model, e2e_model, mtp_model;
   bool json = false;
   int threads = 0;
   int64_t context = 4096;
@@ -79,6 +81,20 @@ void print_step(const char* name, const bench::StepFigures& f, double bw, const 
 }
 
 int run_bench(const BenchArgs& a) {
+  if (load_config(std::filesystem::path(a.model) / "config.json").has_dspark()) {  // the DSpark drafter's bench
+    DSparkBenchArgs d;
+    d.model = a.model;
+    d.mtp_model = a.mtp_model;
+    d.json = a.json;
+    d.threads = a.threads;
+    d.context = a.context;
+    d.reps = a.reps;
+    d.e2e_prompt = a.e2e_prompt;
+    d.e2e_tokens = a.e2e_tokens;
+    d.e2e_rounds = a.e2e_rounds;
+    d.bandwidth_gib = a.bandwidth_gib;
+    return run_dspark_bench_command(d);
+  }
   const std::vector<int> ks = {1, 2, 3, 4};
   const std::vector<double> alphas = {0.6, 0.7, 0.8, 0.9};
   auto progress = [&](const std::string& s) {
@@ -130,7 +146,7 @@ int run_bench(const BenchArgs& a) {
     // (it has no row for position 0), which is not the steady state of a long generation.
     e2e_prompt = a.e2e_prompt > 0 ? a.e2e_prompt : c.sliding_window + 32;
     progress("end to end on " + e2e_model);
-    e2e = bench::run_end_to_end(*engine, {0, 1, 2, 3, 4}, e2e_prompt, a.e2e_tokens, 7, a.e2e_rounds);
+    e2e = bench::run_end_to_end(*engine, {{0}, {1}, {2}, {3}, {4}}, e2e_prompt, a.e2e_tokens, 7, a.e2e_rounds);
     own_pattern.assign(c.compress_ratios.begin(), c.compress_ratios.begin() + c.num_hidden_layers);
   }
   // The speedup model at the acceptance measured end to end: for the measured checkpoint's own
@@ -341,7 +357,10 @@ int run_bench(const BenchArgs& a) {
 void register_bench(CLI::App& app, CommandResult& result) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure bandwidth, draft/decode/verify costs and speculative speedup");
-  cmd->add_option("--model", a->model, "checkpoint directory (with the MTP module)")->required();
+  cmd->add_option("--model", a->model,
+                  "checkpoint directory (with the MTP module, or DSpark stages: then the DSpark bench)")->required();
+  cmd->add_option("--mtp-model", a->mtp_model,
+                  "DSpark bench: a checkpoint of the same target with an MTP module, run end to end beside it");
   cmd->add_option("--e2e-model,--aligned-model", a->e2e_model,
                   "checkpoint of the end-to-end runs (default: --model itself; use a mirror preset for real "
                   "partial acceptance)");

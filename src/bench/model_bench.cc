@@ -423,34 +423,43 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& o) {
   return res;
 }
 
-std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<int>& ks, int64_t prompt_tokens,
+std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<DraftLength>& lengths, int64_t prompt_tokens,
                                      int64_t new_tokens, uint64_t seed, int rounds) {
   const ModelConfig& c = engine.config();
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int32_t>> prompts(1);
   for (int64_t i = 0; i < prompt_tokens; ++i) prompts[0].push_back(int32_t(2 + rng() % uint64_t(c.vocab_size - 2)));
-  auto run = [&](int k, int64_t n) {
-    SpeculativeDecoder decoder(*engine.target, k > 0 ? engine.proposer.get() : nullptr);
+  std::vector<DraftLength> resolved;
+  for (const DraftLength& d : lengths) {
+    DSV4_CHECK((!d.automatic && d.tokens == 0) || engine.proposer, "bench: end-to-end draft ", draft_length_name(d),
+               " needs a drafter");
+    resolved.push_back(resolve_draft_length(d, engine.proposer.get()));
+  }
+  auto run = [&](const DraftLength& d, int64_t n) {
+    SpeculativeDecoder decoder(*engine.target, d.tokens > 0 ? engine.proposer.get() : nullptr);
     GenerateOptions o;
     o.max_new_tokens = n;
-    o.draft_tokens = k;
+    apply_draft_length(d, o);
     decoder.generate(prompts, o);
     return decoder.metrics();
   };
-  for (int k : ks) DSV4_CHECK(k == 0 || engine.proposer, "bench: end-to-end k = ", k, " needs the MTP module");
-  const int kmax = *std::max_element(ks.begin(), ks.end());
-  run(kmax, 4);  // warm-up: touches the MTP's and the target's weights once
-  std::vector<EndToEnd> rows(ks.size());
+  DraftLength longest;
+  for (const DraftLength& d : resolved)
+    if (d.tokens > longest.tokens) longest = {d.tokens, false};
+  run(longest, 4);  // warm-up: touches the drafter's and the target's weights once
+  std::vector<EndToEnd> rows(resolved.size());
   for (int round = 0; round < std::max(rounds, 1); ++round)
-    for (size_t i = 0; i < ks.size(); ++i) {  // interleaved: the machine's drift hits every k alike
-      const DecodeMetrics m = run(ks[i], new_tokens);
+    for (size_t i = 0; i < resolved.size(); ++i) {  // interleaved: the machine's drift hits every k alike
+      const DecodeMetrics m = run(resolved[i], new_tokens);
       EndToEnd& e = rows[i];
-      e.k = ks[i];
+      e.k = resolved[i].tokens;
+      e.automatic = resolved[i].automatic;
       e.round_tokens_per_s.push_back(m.decode_tokens_per_s());
       e.acceptance = m.acceptance_rate();
       e.acceptance_by_position = m.acceptance_by_position();
       e.mean_accepted_length = m.mean_accepted_length();
       e.partial_share = m.partial_share();
+      e.verified_per_step = m.sequence_steps ? double(m.drafted) / double(m.sequence_steps) : 0.0;
     }
   for (EndToEnd& e : rows) e.tokens_per_s = median(e.round_tokens_per_s);
   return rows;

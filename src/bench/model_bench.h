@@ -16,6 +16,7 @@
 
 #include "bench/weight_bytes.h"
 #include "engine/engine.h"
+#include "speculative/draft_length.h"
 
 namespace dsv4::bench {
 
@@ -86,15 +87,18 @@ ModelBenchResult run_model_bench(Engine& engine, const ModelBenchOptions& option
 // run interleaved, `rounds` times (tokens/s is the median over rounds; greedy acceptance is
 // the same in every round).
 struct EndToEnd {
-  int k = 0;
+  int k = 0;                               // the most drafts a step verified (auto: the drafter's maximum)
+  bool automatic = false;                  // --draft auto
   double tokens_per_s = 0;                 // median over rounds
   std::vector<double> round_tokens_per_s;
   double acceptance = 0;                   // accepted / drafted
   std::vector<double> acceptance_by_position;  // P(drafts 1..j all accepted)
   double mean_accepted_length = 0;         // tokens per verification step
   double partial_share = 0;                // steps accepting some drafts, not all
+  double verified_per_step = 0;            // drafts verified per step (auto: what the scheduler chose)
+  std::string name() const { return automatic ? "auto" : std::to_string(k); }
 };
-std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<int>& ks, int64_t prompt_tokens,
+std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<DraftLength>& lengths, int64_t prompt_tokens,
                                      int64_t new_tokens, uint64_t seed, int rounds = 1);
 
 // Block::forward alone over rows at positions pos0.. of one sequence (x: the block input
