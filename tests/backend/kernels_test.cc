@@ -258,6 +258,31 @@ TEST_P(GemmKernelTest, MatchesReferenceOverOddShapes) {
   if (isas_run == 0) GTEST_SKIP() << f.name << ": no kernel on this machine's instruction sets";
 }
 
+// Inputs wider than the FP8 kernels' stack buffer holds for their fewest rows (DeepSeek-V4-Flash-0731's
+// DSpark main_proj: 3 x 4096 = 12288 inputs; the AVX2 buffer holds 4 rows of 8192): the same results.
+TEST_P(GemmKernelTest, WideInputsMatchTheReference) {
+  if (simd_isas().empty()) GTEST_SKIP() << "no SIMD instruction set on this machine";
+  const Format& f = GetParam();
+  if (f.format != WeightFormat::FP8 && f.format != WeightFormat::FP8F) GTEST_SKIP() << "buffered kernels are FP8's";
+  for (int64_t K : {int64_t(12288), int64_t(16384 + 128)}) {
+    const int64_t M = 19, kRows = 6;
+    const TestWeight tw = make_weight(f.format, M, K, uint64_t(K + 3));
+    const std::vector<float> x = make_input(kRows, K, uint64_t(K + 5));
+    const Product ref = reference(x, kRows, tw.view, f.quantize, true);
+    for (CpuIsa isa : simd_isas()) {
+      if (!has_kernel(isa, f.format)) continue;
+      const GemmKernel k = kernel_for(isa, tw.view);
+      ASSERT_NE(k.rows, nullptr) << f.name << " K=" << K << " on " << isa_name(isa);
+      for (int64_t n = 1; n <= kRows; ++n) {
+        const std::vector<float> y = run_kernel(k, x, n, tw.view, f.quantize, true);
+        for (int64_t i = 0; i < n * M; ++i)
+          ASSERT_LE(std::fabs(y[size_t(i)] - ref.y[size_t(i)]), ref.bound[size_t(i)])
+              << f.name << " on " << isa_name(isa) << ": K=" << K << " n=" << n << " output " << i;
+      }
+    }
+  }
+}
+
 TEST_P(GemmKernelTest, RowsAndOutputSplitsDoNotChangeBits) {
   if (simd_isas().empty()) GTEST_SKIP() << "no SIMD instruction set on this machine";
   const Format& f = GetParam();

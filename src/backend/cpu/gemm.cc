@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "core/number_formats.h"
@@ -335,6 +336,13 @@ GemmKernel select_gemm(CpuIsa isa, const WeightView& w) {
   GemmKernel k;
   k.rows = reference_rows;
   return k;
+}
+
+void* thread_wide_buffer(size_t bytes) {
+  thread_local std::vector<uint8_t> buffer;  // (freed when the thread ends)
+  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64;
+  return reinterpret_cast<void*>(at);
 }
 
 }  // namespace dsv4::cpu

@@ -121,6 +121,10 @@ void quantize_activations_reference(const float* x, int64_t n, int64_t k, float*
 void quantize_activations(const float* x, int64_t n, int64_t k, int64_t ldx, float* xq, float* sx);
 
 // The scalar reference: natural layout, sx = activation scales (or null). scratch: k floats.
+// A 64-byte aligned buffer of the calling thread's of at least `bytes` (kept, grown as asked): the FP8
+// kernels' scaled activations where a row of them is too wide for their stack buffer.
+void* thread_wide_buffer(size_t bytes);
+
 void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m_begin, int64_t m_end, float* y,
                          int64_t ldy, bool round_bf16, float* scratch);
 

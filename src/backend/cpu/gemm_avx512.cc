@@ -247,7 +247,7 @@ GemmKernel avx512_gemm(const WeightView& w) {
   switch (w.format) {
     case WeightFormat::FP8:
     case WeightFormat::FP8F:
-      if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
+      if (K % 128 == 0) {  // (wider inputs than the stack buffer holds take a thread buffer: drive_fp8_buffered)
         k.wants_scales = true;
         k.scale_factor = 256.0f;
         k.rows = drive_fp8;

@@ -366,7 +366,7 @@ GemmKernel avx512bf16_gemm(const WeightView& w) {
   const int64_t K = w.cols;
   switch (w.format) {
     case WeightFormat::FP8:
-      if (K % 128 == 0 && K <= 8192) {  // (the tile buffer holds a few rows of K)
+      if (K % 128 == 0) {  // (wider inputs than the stack buffer holds take a thread buffer: drive_fp8_buffered)
         k.layout = Layout::Bf16Unpack64;
         k.wants_scales = true;
         k.rows = drive_fp8_any;

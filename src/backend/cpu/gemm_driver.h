@@ -206,10 +206,18 @@ template <class Word, int64_t kBufferElems, int64_t kMinRows, class Tiles>
 void drive_fp8_buffered(const PreparedInput& in, const WeightView& w, int64_t m0, int64_t m1,
                         void (*scale)(const PreparedInput&, const WeightView&, int64_t, int64_t, int64_t, Word*, int64_t),
                         Tiles tiles) {
-  alignas(64) Word buffer[kBufferElems];
+  alignas(64) Word stack[kBufferElems];
   const int64_t K = w.cols, ld = K + 128 / int64_t(sizeof(Word));
-  int64_t row_block = kBufferElems / ld / 4 * 4;
-  if (row_block < kMinRows) row_block = kMinRows;  // K ≤ 8192: the buffer holds kMinRows rows
+  // Inputs too wide for kMinRows rows on the stack (DeepSeek-V4-Flash-0731's DSpark main_proj:
+  // 3 x 4096 = 12288) take a buffer of this thread's that grows to fit them.
+  Word* buffer = stack;
+  int64_t capacity = kBufferElems;
+  if (kMinRows * ld > kBufferElems) {
+    capacity = kMinRows * ld;
+    buffer = static_cast<Word*>(thread_wide_buffer(size_t(capacity) * sizeof(Word)));
+  }
+  int64_t row_block = capacity / ld / 4 * 4;
+  if (row_block < kMinRows) row_block = kMinRows;  // the buffer holds kMinRows rows
   auto rescale = [&](int64_t tile, int64_t rb, int64_t rows) { scale(in, w, tile, rb, rows, buffer, ld); };
   drive_fp8_nest(in, m0, m1, row_block, rescale, [&](int64_t rb, int64_t r0, int64_t n, int64_t m, int64_t m_end) {
     PreparedInput tin{nullptr, nullptr, nullptr, r0 + n, K, ld, 0};
