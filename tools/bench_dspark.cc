@@ -1,5 +1,6 @@
 #include "bench_dspark.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,33 @@ void print_e2e(const char* title, const std::vector<bench::EndToEnd>& runs, doub
                 plain_tokens_per_s > 0 ? e.tokens_per_s / plain_tokens_per_s : 0.0, e.mean_accepted_length,
                 e.verified_per_step, by.c_str());
   }
+}
+
+// A step's cost composed for a target of `layers` layers from the measured passes of this checkpoint's
+// `own` layers: the head as measured, every layer at the mean cost of this checkpoint's layers.
+struct Projection {
+  const bench::DSparkBenchResult& r;
+  int64_t own = 0, layers = 0;
+  double pass_ms(int64_t rows) const {
+    const double head = r.head.at(rows).ms, body = r.verify.at(rows).ms - head;
+    return head + body * double(layers) / double(own);
+  }
+  // Speedup over plain decoding of K drafts whose cumulative acceptance by position is `accepted`.
+  double speedup(int64_t k, const std::vector<double>& accepted) const {
+    double tokens = 1;
+    for (int64_t j = 0; j < k && j < int64_t(accepted.size()); ++j) tokens += accepted[size_t(j)];
+    const int64_t written = std::min<int64_t>(int64_t(tokens + 0.5), k + 1);
+    const double step = r.draft.at(k).ms + pass_ms(k + 1) + r.ring_writes.at(std::max<int64_t>(written, 1)).ms;
+    return tokens * pass_ms(1) / step;
+  }
+};
+
+// Cumulative acceptance r, r², ... (a geometric profile).
+std::vector<double> geometric(double rate, int64_t n) {
+  std::vector<double> c;
+  double p = 1;
+  for (int64_t j = 0; j < n; ++j) c.push_back(p *= rate);
+  return c;
 }
 
 }  // namespace
@@ -100,6 +128,22 @@ int run_dspark_bench_command(const DSparkBenchArgs& a) {
   std::map<int64_t, double> break_even;
   for (auto& [k, f] : r.draft)
     break_even[k] = (f.ms + r.verify.at(k + 1).ms + r.ring_writes.at(1).ms) / r.verify.at(1).ms - 1.0;
+  // The full model (43 layers) composed from this checkpoint's passes: at the acceptance measured end
+  // to end, and at published-like profiles (DSpark on real V4-Flash-0731: ~1.85 drafts accepted of 5,
+  // a geometric 0.69 per position; and 0.5, a weaker text).
+  const Projection full{r, layers, 43};
+  const std::vector<std::pair<std::string, std::vector<double>>> profiles = {
+      {"measured", dspark_runs.back().acceptance_by_position},
+      {"geometric 0.69 (~1.85 of 5)", geometric(0.69, r.block)},
+      {"geometric 0.5", geometric(0.5, r.block)}};
+  for (const auto& [name, acc] : profiles)
+    for (int64_t k = 1; k <= r.block; ++k) {
+      std::vector<double> by_k = acc;
+      if (name == "measured" && size_t(k) < dspark_runs.size() && dspark_runs[size_t(k)].k == k)
+        by_k = dspark_runs[size_t(k)].acceptance_by_position;
+      j["projection_43_layers"][name][std::to_string(k)] = full.speedup(k, by_k);
+    }
+  j["projection_43_layers"]["plain_step_ms"] = full.pass_ms(1);
   j["model"] = a.model;
   j["threads"] = threads;
   j["kernels"] = isa;
@@ -150,6 +194,15 @@ int run_dspark_bench_command(const DSparkBenchArgs& a) {
   std::printf("\n  to beat plain decoding a step of K drafts must accept on average:");
   for (auto& [k, t] : break_even) std::printf("  K=%lld: %.2f", (long long)k, t);
   std::printf(" drafts\n");
+  std::printf("\n  the full model (43 layers, each at this checkpoint's mean layer cost; plain step %.0f ms):\n"
+              "  speedup over plain decoding, DSpark K drafts at these acceptances\n  %-30s", full.pass_ms(1), "");
+  for (int64_t k = 1; k <= r.block; ++k) std::printf("   K=%lld", (long long)k);
+  std::printf("\n");
+  for (const auto& [name, acc] : profiles) {
+    std::printf("  %-30s", name.c_str());
+    for (int64_t k = 1; k <= r.block; ++k) std::printf("  %5.2f", j["projection_43_layers"][name][std::to_string(k)].get<double>());
+    std::printf("\n");
+  }
   print_e2e(("end to end, DSpark (" + std::to_string(prompt) + " prompt tokens, " + std::to_string(a.e2e_tokens) +
              " new, greedy, median of " + std::to_string(a.e2e_rounds) + " interleaved rounds):")
                 .c_str(),

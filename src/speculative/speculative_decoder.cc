@@ -311,7 +311,7 @@ int SpeculativeDecoder::judge(Sequence& s, const Draft& d, size_t request, int32
     s.out.steps.push_back(std::move(r));
   }
   metrics_.record_step(n, a);
-  if (scheduler_ && n > 0) scheduler_->record_step(s.acceptance, n, a);
+  if (scheduler_ && n > 0) scheduler_->record_step(s.acceptance, n, a, d.survival);
   s.cache->truncate(L + 1 + a);
   return a;
 }

@@ -96,9 +96,25 @@ void VerifyScheduler::record_draft(int64_t sequences, int depth, double seconds)
   draft_.record(sequences, options_.cost == DraftProposer::Cost::Once ? seconds : seconds / depth);
 }
 
-void VerifyScheduler::record_step(AcceptanceHistory& sequence, int drafted, int accepted) {
+void VerifyScheduler::record_step(AcceptanceHistory& sequence, int drafted, int accepted,
+                                  std::span<const float> survival) {
   sequence.record(drafted, accepted);
   history_.record(drafted, accepted);
+  // Each judged draft (those up to the first rejection): its predicted survival against its outcome.
+  for (int j = 0; j < drafted && j <= accepted && size_t(j) < survival.size(); ++j) {
+    if (predicted_.size() <= size_t(j)) {
+      predicted_.resize(size_t(j) + 1, 0.0);
+      observed_.resize(size_t(j) + 1, 0.0);
+    }
+    predicted_[size_t(j)] += double(survival[size_t(j)]);
+    observed_[size_t(j)] += j < accepted ? 1.0 : 0.0;
+  }
+}
+
+double VerifyScheduler::calibration(size_t j) const {
+  constexpr double kWeight = 2.0;  // pseudo-drafts at factor 1: a few steps of evidence move it
+  if (j >= predicted_.size()) return 1.0;
+  return (observed_[j] + kWeight) / (predicted_[j] + kWeight);
 }
 
 double VerifyScheduler::draft_seconds(int64_t sequences, int depth) const {
@@ -219,7 +235,8 @@ std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* cons
     const Draft& d = *drafts[i];
     double c = 1.0;
     for (int j = 0; j < all[i]; ++j) {
-      c *= size_t(j) < d.survival.size() ? double(d.survival[size_t(j)]) : sequences[i]->survival(size_t(j), &history_);
+      c *= size_t(j) < d.survival.size() ? std::min(1.0, double(d.survival[size_t(j)]) * calibration(size_t(j)))
+                                         : sequences[i]->survival(size_t(j), &history_);
       cumulative[i].push_back(c);
     }
   }

@@ -13,6 +13,12 @@
 // whose cost grows per draft, how deep to draft); a step without drafts every `probe_every` still
 // drafts, so that acceptance keeps being measured.
 //
+// A proposer's survivals are calibrated against what verification finds: per draft position, the
+// drafts accepted over the sum of the survivals predicted for them (both counted where the drafts
+// before were accepted), a factor that scales the next predictions (a confidence head trained on
+// other text, or one that carries no information, still gives the right verify lengths on
+// average; the factor starts at 1 and moves with the evidence).
+//
 // Costs are learned from the passes the decoder runs, per number of rows in the pass (and of
 // drafted sequences), as moving averages; counts never measured are interpolated linearly between
 // measured ones. Until two pass sizes are known the scheduler calibrates: it verifies everything
@@ -71,8 +77,11 @@ class VerifyScheduler {
   // choices, for tests and for measuring the scheduler itself).
   void record_pass(int64_t rows, double seconds);
   void record_draft(int64_t sequences, int depth, double seconds);
-  // A sequence's verification: into its history and the process's.
-  void record_step(AcceptanceHistory& sequence, int drafted, int accepted);
+  // A sequence's verification: into its history and the process's; `survival`, the proposer's
+  // predictions for the verified drafts (may be empty), into the calibration.
+  void record_step(AcceptanceHistory& sequence, int drafted, int accepted, std::span<const float> survival = {});
+  // The factor the proposer's survival at draft position j + 1 is scaled by (1 without evidence).
+  double calibration(size_t j) const;
   void freeze_costs() { frozen_ = true; }
 
   const CostCurve& pass_cost() const { return pass_; }
@@ -95,6 +104,7 @@ class VerifyScheduler {
   Options options_;
   CostCurve pass_, draft_;
   AcceptanceHistory history_;
+  std::vector<double> predicted_, observed_;  // per draft position: Σ survival predicted, drafts accepted
   int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0;
   bool calibrated_full_ = false, frozen_ = false;
 };

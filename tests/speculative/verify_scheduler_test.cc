@@ -197,5 +197,33 @@ TEST(VerifyScheduler, AChainDrafterPlansItsDepth) {
   EXPECT_GT(planned, 0);
 }
 
+// A confidence head that says 0.5 for drafts that are always accepted (one trained on other text,
+// or one carrying no information): its survivals are scaled by what verification finds, and the
+// verify length follows the evidence.
+TEST(VerifyScheduler, CalibratesTheProposersSurvivalsAgainstVerification) {
+  VerifyScheduler s = measured(Cost::Once, 5, [](int64_t r) { return 0.010 + 0.002 * double(r - 1); },
+                               [](int64_t) { return 0.003; });
+  Draft d;
+  d.tokens = {1, 2, 3, 4, 5};
+  d.survival = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+  AcceptanceHistory h;
+  const AcceptanceHistory* hs[] = {&h};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{2});  // 1.75 tokens in 17 ms beats 1.5 in 15 and 1.875 in 19
+  EXPECT_DOUBLE_EQ(s.calibration(0), 1.0);
+  for (int step = 0; step < 100; ++step) s.record_step(h, 5, 5, d.survival);
+  EXPECT_NEAR(s.calibration(0), 102.0 / 52.0, 1e-12);
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{5});
+  // The other way: confident drafts, the first accepted half the time, the others never.
+  VerifyScheduler t = measured(Cost::Once, 5, [](int64_t r) { return 0.010 + 0.002 * double(r - 1); },
+                               [](int64_t) { return 0.003; });
+  d.survival = {0.99f, 0.99f, 0.99f, 0.99f, 0.99f};
+  EXPECT_EQ(t.select(hs, ds), std::vector<int>{5});
+  for (int step = 0; step < 200; ++step) t.record_step(h, 5, step % 2, d.survival);
+  EXPECT_NEAR(t.calibration(0), 102.0 / (198.0 + 2.0), 1e-6);
+  EXPECT_LT(t.calibration(1), 0.03);
+  EXPECT_EQ(t.select(hs, ds), std::vector<int>{1});
+}
+
 }  // namespace
 }  // namespace dsv4

@@ -27,11 +27,18 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# Starts a server in the background (its pid appended to $pids).
+# A DSpark checkpoint (DeepSeek-V4-Flash-0731's drafter; drafts accepted often, not always), the same tokenizer.
+if [ ! -f ckpt-dspark/config.json ]; then
+  "$dsv4" make-checkpoint --preset mirror-dspark --perturb 0.15 --seed 7 --quiet --out ckpt-dspark --tokenizer tok/tokenizer.json \
+    --set dspark_noise_token_id=320  # (inside the toy vocabulary)
+fi
+
+# Starts a server in the background (its pid appended to $pids); MODEL (default ckpt) picks the checkpoint.
 start_server() {
   local log=$1; shift
   : >"$log"  # exists before the server's shell opens it: readers never race its creation
-  "$dsv4" serve --model ckpt --port 0 --threads 2 --force-output-file "$here"/forced_outputs.json "$@" >"$log" 2>&1 &
+  "$dsv4" serve --model "${MODEL:-ckpt}" --port 0 --threads 2 --force-output-file "$here"/forced_outputs.json "$@" \
+    >"$log" 2>&1 &
   pids+=($!)
 }
 # The port of the server logging to $1, once it answers /health.
@@ -84,6 +91,12 @@ node api_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$busy" || status=$?
 if [ $status -eq 0 ]; then node structured_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
+if [ $status -eq 0 ]; then
+  MODEL=ckpt-dspark start_server dspark.log --draft auto --max-sequences 4 --max-context 2048
+  dspark=$(server_port dspark.log)
+  node dspark_test.mjs "http://127.0.0.1:$dspark" || { status=$?; echo "--- DSpark server log"; tail -30 dspark.log; }
+  kill "${pids[2]}"
+fi
 # The server stops cleanly on SIGTERM.
 kill -TERM "${pids[0]}"
 wait "${pids[0]}" || { echo "dsv4 serve exited with $? on SIGTERM"; status=1; }
