@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/dspark_trace.h"
+#include "speculative/dspark_proposer.h"
 #include "support/test_support.h"
 
 namespace dsv4 {
@@ -217,6 +218,62 @@ TEST_F(GoldenDSpark, MarkovBiasIsTheReferencesToFp32SummationOrder) {
   engine_->dspark->markov_bias(tokens, bias);
   // 64 bf16 products summed in fp32: only the summation order differs.
   expect_rows("dspark.markov_bias", bias, golden().f32("dspark.markov_bias"), trace().vocab, {1e-5, 1e-5, 0, 1e-5});
+}
+
+// The proposer the decoder drafts with (DSparkProposer: rings through prefill() and accept(), the
+// drafts row by row through propose()) run teacher-forced, as the reference: its corrected logits,
+// drafts and survivals against the golden's, with the bounds above.
+TEST_F(GoldenDSpark, TheProposerDraftsAsTheReference) {
+  const std::vector<int64_t> ids = golden().i64("tokens");
+  const std::vector<int32_t> tokens(ids.begin(), ids.end());
+  const int64_t P = golden().i64("prompt_len")[0], T = int64_t(tokens.size()), V = trace().vocab, B = trace().block;
+  Transformer& target = *engine_->target;
+  DraftProposer& proposer = *engine_->proposer;
+  ASSERT_EQ(proposer.features(), TargetFeatures::Taps);
+  auto seq = target.new_sequence();
+  std::unique_ptr<ProposerState> state = proposer.new_state();
+  Transformer::Output out;
+  Transformer::Request prefill{seq.get(), std::span(tokens).first(size_t(P)), false, false, true, true};
+  target.forward(std::span(&prefill, 1), out);
+  const PrefillChunk chunk{state.get(), std::span(tokens).first(size_t(P)), 0, P, 0};
+  proposer.prefill(std::span(&chunk, 1), out.taps);
+  std::vector<float> logits, confidence;
+  std::vector<int64_t> draft_ids;
+  std::vector<Draft> drafts;
+  for (int64_t s = P - 1; s + 1 < T; ++s) {
+    if (s >= P) {  // the target decodes token s; the rings take position s (a verification of no draft)
+      Transformer::Request r{seq.get(), std::span(tokens).subspan(size_t(s), 1), false, false, false, true};
+      target.forward(std::span(&r, 1), out);
+      const Verified v{state.get(), 0, 0};
+      proposer.accept(std::span(&v, 1), out.taps);
+    }
+    const DraftRequest req{state.get(), s, int(B), std::span(tokens).first(size_t(s + 2)), nullptr, nullptr, 0,
+                           nullptr, /*record_logits=*/true};
+    proposer.propose(std::span(&req, 1), drafts);
+    ASSERT_EQ(drafts[0].tokens.size(), size_t(B));
+    draft_ids.push_back(tokens[size_t(s + 1)]);
+    for (int64_t k = 0; k < B; ++k) {
+      draft_ids.push_back(drafts[0].tokens[size_t(k)]);
+      logits.insert(logits.end(), drafts[0].logits[size_t(k)].begin(), drafts[0].logits[size_t(k)].end());
+      const double p = drafts[0].survival[size_t(k)];
+      confidence.push_back(float(std::log(p / (1.0 - p))));  // back to the raw logit
+    }
+  }
+  const std::vector<int64_t> gids = golden().i64("dspark.draft_ids");
+  ASSERT_EQ(draft_ids.size(), gids.size());
+  const std::vector<bool> use = same_markov_input(draft_ids, gids, B);
+  expect_rows("proposer: dspark.logits", logits, golden().f32("dspark.logits"), V, {0.05, 0.06, 0.04}, use);
+  int64_t first_equal = 0;
+  for (size_t j = 0; j < gids.size() / size_t(B + 1); ++j) first_equal += draft_ids[j * size_t(B + 1) + 1] == gids[j * size_t(B + 1) + 1];
+  EXPECT_GE(first_equal, int64_t(gids.size() / size_t(B + 1)) * 9 / 10);
+  EXPECT_GE(std::count(use.begin(), use.end(), true), int64_t(use.size()) * 9 / 10);
+  const std::vector<float> gc = golden().f32("dspark.confidence");
+  std::vector<double> diff;
+  for (size_t i = 0; i < gc.size(); ++i)
+    if (use[i]) diff.push_back(std::fabs(double(confidence[i]) - double(gc[i])));
+  const test::ErrorSummary c = test::summarize(diff);
+  EXPECT_LE(c.median, 0.1);
+  EXPECT_LE(c.p90, 0.25);
 }
 
 }  // namespace
