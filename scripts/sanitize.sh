@@ -11,7 +11,8 @@
 # ops run under the sanitizers in the backend op comparisons), and the two statistical re-runs
 # the reference registration leaves out too (the chi-square through draft depth 3 and the
 # re-check of every verification row by fresh passes: 3 min each under ASan; the paths they take
-# are the other speculative tests' paths), the greedy-equality sweeps on the random-weight `spec_*`
+# are the other speculative tests' paths; the DSpark drafter's 420-token greedy sweep likewise: its
+# mixed-batch, bit-exact, chunked and grammar tests run here), the greedy-equality sweeps on the random-weight `spec_*`
 # configurations (drafts almost always rejected: the path of the other configurations' rejections)
 # the tokenizer's conformance run against Hugging Face (its time is Node's; the tokenizer harness
 # fuzzes ours) and the 1000-case structured-output fuzz (its decoding paths are the grammar
@@ -40,6 +41,7 @@ configure build-asan "$san_common -fsanitize=address,undefined -fno-sanitize-rec
 cmake --build build-asan -j"$jobs"
 heavy='JointDistributionThroughDraftDepthThreeIsTheTargets|VerificationAndDraftLogitsAreBitExact'
 heavy+='|SpeculativeGreedyTest\..*/spec_|script\.tokenizer_conformance|script\.structured_output_fuzz'
+heavy+='|DSparkSpeculation\.GreedyEqualsPlainForEveryDraftLengthAndAuto'
 (cd build-asan && ctest --output-on-failure -j"$jobs" -LE reference -E "$heavy" "$@")
 
 echo "== ThreadSanitizer: build-tsan"

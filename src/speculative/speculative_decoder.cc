@@ -261,7 +261,7 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
   if (!automatic.empty()) {
     if (!scheduler_)
       scheduler_ = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{
-          proposer_->max_drafts() > 0 ? proposer_->max_drafts() : target_.options().max_rollback - 1,
+          proposer_->max_drafts() > 0 ? proposer_->max_drafts() : int(target_.options().max_rollback - 1),
           proposer_->draft_cost()});
     std::vector<int> limits;
     for (size_t r : automatic) {
@@ -334,6 +334,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   if (fresh.empty() && running.empty()) return events;
 
   std::vector<Draft> drafts;
+  const double before_draft = seconds_since(t0);
   if (!running.empty()) draft(running, drafts);
   // The proposer reads the target's streams of every row of a sequence it drafts for; for the
   // others the last block computes only the rows whose logits are read.
@@ -365,6 +366,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     for (const auto& r : requests) rows += int64_t(r.tokens.size());
     scheduler_->record_pass(rows, seconds_since(pass_start));
   }
+  const auto pass_end = std::chrono::steady_clock::now();
   if (!running.empty()) ++metrics_.passes;
 
   // The verdicts, then the proposer told about every sequence of the pass at once (its streams
@@ -409,6 +411,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     emit(*running[r], emitted, true, events);
     record_logprobs(*running[r], out_.logits_row(fresh.size() + r), before);
   }
+  if (scheduler_ && fresh.empty()) scheduler_->record_overhead(before_draft + seconds_since(pass_end));
   (running.empty() ? metrics_.prefill_seconds : metrics_.decode_seconds) += seconds_since(t0);
   return events;
 }

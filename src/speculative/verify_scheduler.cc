@@ -33,10 +33,10 @@ void AcceptanceHistory::add(const AcceptanceHistory& o) {
 
 double AcceptanceHistory::survival(size_t j, const AcceptanceHistory* prior) const {
   // The prior's own rate, itself shrunk toward an even chance; this history's pulled toward it
-  // with the weight of four trials (a sequence's first steps lean on the process's experience).
+  // with the weight of two trials (a sequence's first steps lean on the process's experience).
   double p0 = 0.5;
   if (prior && j < prior->trials.size()) p0 = (double(prior->hits[j]) + 1.0) / (double(prior->trials[j]) + 2.0);
-  constexpr double kWeight = 4.0;
+  constexpr double kWeight = 2.0;
   if (j >= trials.size()) return p0;
   return (double(hits[j]) + kWeight * p0) / (double(trials[j]) + kWeight);
 }
@@ -83,8 +83,9 @@ double CostCurve::at(int64_t count) const {
 
 // ---- the choice
 
-VerifyScheduler::VerifyScheduler(Options options) : options_(options) {
-  DSV4_CHECK(options_.max_drafts > 0, "verify scheduler: max_drafts must be positive");
+VerifyScheduler::VerifyScheduler(Options options) : options_(options), probe_interval_(options.probe_every) {
+  DSV4_CHECK(options_.max_drafts > 0 && options_.probe_every > 0, "verify scheduler: max_drafts and probe_every ",
+             "must be positive");
 }
 
 void VerifyScheduler::record_pass(int64_t rows, double seconds) {
@@ -96,10 +97,17 @@ void VerifyScheduler::record_draft(int64_t sequences, int depth, double seconds)
   draft_.record(sequences, options_.cost == DraftProposer::Cost::Once ? seconds : seconds / depth);
 }
 
+void VerifyScheduler::record_overhead(double seconds) {
+  if (frozen_ || !(seconds >= 0)) return;
+  constexpr double kAlpha = 0.25;
+  overhead_ = overhead_ > 0 ? (1 - kAlpha) * overhead_ + kAlpha * seconds : seconds;
+}
+
 void VerifyScheduler::record_step(AcceptanceHistory& sequence, int drafted, int accepted,
                                   std::span<const float> survival) {
   sequence.record(drafted, accepted);
   history_.record(drafted, accepted);
+  if (probing_ && drafted > 0 && accepted > 0) probe_interval_ = options_.probe_every;  // worth probing again soon
   // Each judged draft (those up to the first rejection): its predicted survival against its outcome.
   for (int j = 0; j < drafted && j <= accepted && size_t(j) < survival.size(); ++j) {
     if (predicted_.size() <= size_t(j)) {
@@ -132,7 +140,7 @@ double VerifyScheduler::expected_rate(std::span<const std::vector<double>> cumul
     for (int j = 0; j < n[i]; ++j) tokens += cumulative[i][size_t(j)];
     rows += 1 + n[i];
   }
-  const double seconds = draft_seconds(drafted_sequences, depth) + pass_.at(rows);
+  const double seconds = step_seconds(rows, draft_seconds(drafted_sequences, depth));
   return seconds > 0 ? tokens / seconds : 0.0;
 }
 
@@ -151,30 +159,49 @@ std::vector<int> VerifyScheduler::best(std::span<const std::vector<double>> cumu
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.s > b.s || (a.s == b.s && a.j < b.j);
   });
-  std::vector<int> n(cumulative.size(), 0), chosen = n;
-  auto rate_now = [&] {
-    // Planning: the draft costs only where some sequence drafts (to the deepest one's depth).
-    int64_t drafting = 0;
+  // The prefixes of that order: tokens and seconds of each.
+  std::vector<int> n(cumulative.size(), 0);
+  std::vector<std::vector<int>> prefixes;
+  std::vector<double> tokens, seconds;
+  auto add_prefix = [&] {
+    int64_t drafting = 0, rows = 0;
     int deepest = 0;
-    for (int k : n) {
-      drafting += k > 0;
-      deepest = std::max(deepest, k);
+    double t = 0;
+    for (size_t i = 0; i < n.size(); ++i) {
+      drafting += n[i] > 0;
+      deepest = std::max(deepest, n[i]);
+      rows += 1 + n[i];
+      t += 1.0;
+      for (int j = 0; j < n[i]; ++j) t += cumulative[i][size_t(j)];
     }
-    const int64_t seqs = sunk_draft ? drafted : drafting;
-    const int d = sunk_draft ? depth : deepest;
-    return expected_rate(cumulative, n, seqs, d);
+    // Planning: the draft costs only where some sequence drafts (to the deepest one's depth).
+    const double draft = sunk_draft ? draft_seconds(drafted, depth) : draft_seconds(drafting, deepest);
+    prefixes.push_back(n);
+    tokens.push_back(t);
+    seconds.push_back(step_seconds(rows, draft));
   };
-  double best_rate = rate_now();
+  add_prefix();
   for (const Entry& e : entries) {
     if (n[e.seq] != e.j) continue;  // (equal survivals out of order: keep prefixes)
     ++n[e.seq];
-    const double r = rate_now();
-    if (r > best_rate) {
-      best_rate = r;
-      chosen = n;
-    }
+    add_prefix();
   }
-  return chosen;
+  size_t pick = 0;
+  auto rate = [&](size_t k) { return seconds[k] > 0 ? tokens[k] / seconds[k] : 0.0; };
+  for (size_t k = 1; k < prefixes.size(); ++k)
+    if (rate(k) > rate(pick)) pick = k;
+  if (sunk_draft) {
+    // The draft is paid: a further draft is worth verifying when the tokens it adds beat what the
+    // time of its rows earns at the long-run rate, the better of this step's best and plain
+    // decoding (m sequences, m rows). Where drafting pays that is the same prefix; where it does
+    // not (a probe), it verifies only the drafts likely enough to pay for their rows.
+    const int64_t m = int64_t(cumulative.size());
+    const double plain = pass_.at(m) > 0 ? double(m) / step_seconds(m, 0.0) : 0.0;
+    const double lambda = std::max(rate(pick), plain);
+    for (size_t k = 0; k < prefixes.size(); ++k)
+      if (tokens[k] - lambda * seconds[k] > tokens[pick] - lambda * seconds[pick] + 1e-12) pick = k;
+  }
+  return prefixes[pick];
 }
 
 std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const> sequences,
@@ -182,6 +209,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   DSV4_CHECK(sequences.size() == limits.size(), "verify scheduler: ", sequences.size(), " sequences, ",
              limits.size(), " limits");
   ++steps_;
+  probing_ = false;
   std::vector<int> ask(limits.begin(), limits.end());
   for (int& k : ask) k = std::clamp(k, 0, options_.max_drafts);
   if (calibrating()) {  // the longest verification once, then plain passes, until two sizes are known
@@ -202,12 +230,22 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   }
   const std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
   const bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
-  if (!drafts && ++since_draft_ < options_.probe_every) {
+  if (!drafts && ++since_draft_ < probe_interval_) {
     ++plain_steps_;
     return n;
   }
   since_draft_ = 0;
-  if (!drafts) return ask;  // a probe: acceptance is measured only where drafts are verified
+  if (!drafts) {
+    probing_ = true;
+    // A probe: acceptance is measured only where drafts are verified. While drafting keeps not
+    // paying, probes come at doubling intervals (up to 8x probe_every: a probe costs a draft);
+    // a chain drafter probes with one draft (select() trims a block drafter's by its survivals).
+    probe_interval_ = std::min(probe_interval_ * 2, int64_t(options_.probe_every) * 8);
+    if (options_.cost == DraftProposer::Cost::PerDraft)
+      for (int& k : ask) k = std::min(k, 1);
+    return ask;
+  }
+  probe_interval_ = options_.probe_every;
   // A block drafter drafts its whole block for the same cost (select() trims it with the drafts'
   // own survivals); a chain drafts as deep as the plan.
   if (options_.cost == DraftProposer::Cost::Once)

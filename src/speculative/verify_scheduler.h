@@ -8,10 +8,15 @@
 // the acceptance by position measured on the sequence, with the process's history as a prior.
 // Since S_ij falls with j, the best drafts to verify for any total are the largest S_ij across the
 // batch, so the choice is exact for this model: sort them, and take the prefix with the highest
-// rate (a batch's sequences share the pass, and the choice knows it). Before drafting the same
-// rate, with predicted survivals, says whether drafting pays at all this step (and, for a proposer
-// whose cost grows per draft, how deep to draft); a step without drafts every `probe_every` still
-// drafts, so that acceptance keeps being measured.
+// rate (a batch's sequences share the pass, and the choice knows it). Once the drafts are made
+// their cost is paid: a further draft is verified when the tokens it adds beat what its rows' time
+// earns at the long-run rate (the better of that best rate and plain decoding's), which is the
+// same prefix where drafting pays and a shorter one where it does not. Before drafting the rate,
+// with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
+// cost grows per draft, how deep to draft); where it does not, a probe step still drafts after
+// `probe_every` plain steps, then after twice as many (up to 8x) while probes keep failing, so
+// acceptance keeps being measured at a cost that shrinks while drafting keeps not paying; a probe
+// whose first draft is accepted brings the interval back to `probe_every`.
 //
 // A proposer's survivals are calibrated against what verification finds: per draft position, the
 // drafts accepted over the sum of the survivals predicted for them (both counted where the drafts
@@ -21,7 +26,8 @@
 //
 // Costs are learned from the passes the decoder runs, per number of rows in the pass (and of
 // drafted sequences), as moving averages; counts never measured are interpolated linearly between
-// measured ones. Until two pass sizes are known the scheduler calibrates: it verifies everything
+// measured ones. The rest of a step (the proposer told of the verdicts, sampling) is a moving
+// average too, added to every step's time. Until two pass sizes are known the scheduler calibrates: it verifies everything
 // offered, then nothing, once each.
 #pragma once
 #include <cstdint>
@@ -77,6 +83,9 @@ class VerifyScheduler {
   // choices, for tests and for measuring the scheduler itself).
   void record_pass(int64_t rows, double seconds);
   void record_draft(int64_t sequences, int depth, double seconds);
+  // The rest of a decode step (telling the proposer, sampling, emitting): paid by every step,
+  // plain or not, so it dilutes what verification gains and belongs in the rate.
+  void record_overhead(double seconds);
   // A sequence's verification: into its history and the process's; `survival`, the proposer's
   // predictions for the verified drafts (may be empty), into the calibration.
   void record_step(AcceptanceHistory& sequence, int drafted, int accepted, std::span<const float> survival = {});
@@ -100,13 +109,15 @@ class VerifyScheduler {
   std::vector<int> best(std::span<const std::vector<double>> cumulative, bool sunk_draft, int64_t drafted,
                         int depth) const;
   double draft_seconds(int64_t sequences, int depth) const;
+  double step_seconds(int64_t rows, double draft) const { return draft + pass_.at(rows) + overhead_; }
 
   Options options_;
   CostCurve pass_, draft_;
   AcceptanceHistory history_;
   std::vector<double> predicted_, observed_;  // per draft position: Σ survival predicted, drafts accepted
-  int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0;
-  bool calibrated_full_ = false, frozen_ = false;
+  double overhead_ = 0;
+  int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, probe_interval_ = 0;
+  bool calibrated_full_ = false, frozen_ = false, probing_ = false;
 };
 
 }  // namespace dsv4

@@ -127,9 +127,10 @@ TEST_F(GoldenDSpark, ContextProjectionAndRings) {
     for (int64_t slot = 0; slot < t.window; ++slot) filled.push_back(slot < t.prompt);
   expect_rows("dspark.ring_after_prefill", t.ring_after_prefill, golden().f32("dspark.ring_after_prefill"),
               t.head_dim, {0.06, 0.08, 0.03}, filled);
-  for (size_t i = 0; i < filled.size(); ++i)
-    if (!filled[i])
-      for (int64_t k = 0; k < t.head_dim; ++k) ASSERT_EQ(t.ring_after_prefill[i * size_t(t.head_dim) + size_t(k)], 0.0f);
+  for (size_t i = 0; i < filled.size(); ++i) {
+    if (filled[i]) continue;
+    for (int64_t k = 0; k < t.head_dim; ++k) ASSERT_EQ(t.ring_after_prefill[i * size_t(t.head_dim) + size_t(k)], 0.0f);
+  }
 }
 
 TEST_F(GoldenDSpark, BlockBaseLogitsAndHeadHidden) {

@@ -22,10 +22,10 @@ TEST(AcceptanceHistory, CountsTrialsAndHitsByPosition) {
   h.record(2, 0);
   EXPECT_EQ(h.trials, (std::vector<int64_t>{3, 2, 1}));
   EXPECT_EQ(h.hits, (std::vector<int64_t>{2, 1, 1}));
-  // Shrunk toward the prior's rate with the weight of four trials.
+  // Shrunk toward the prior's rate with the weight of two trials.
   AcceptanceHistory prior;
   for (int i = 0; i < 98; ++i) prior.record(1, i < 78 ? 1 : 0);  // 78 / 98 -> (78 + 1) / (98 + 2) = 0.79
-  EXPECT_NEAR(h.survival(0, &prior), (2.0 + 4 * 0.79) / (3.0 + 4), 1e-12);
+  EXPECT_NEAR(h.survival(0, &prior), (2.0 + 2 * 0.79) / (3.0 + 2), 1e-12);
   EXPECT_NEAR(h.survival(5, &prior), 0.5, 1e-12);  // neither knows position 6: an even chance
   EXPECT_NEAR(AcceptanceHistory{}.survival(0, &prior), 0.79, 1e-12);
 }
@@ -99,6 +99,7 @@ TEST(VerifyScheduler, VerifiesThePrefixWithTheHighestExpectedRate) {
   EXPECT_EQ(dear.select(hs, ds), std::vector<int>{0});
 }
 
+// The drafts made, the verification chosen is the best of every combination.
 TEST(VerifyScheduler, BatchChoiceIsTheExhaustiveOptimum) {
   // Cost shapes: linear, concave (a pass of many rows reads mostly the same weights), convex
   // (each row reads experts of its own), and a step (a kernel's tile boundary).
@@ -110,7 +111,7 @@ TEST(VerifyScheduler, BatchChoiceIsTheExhaustiveOptimum) {
   };
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> u(0.05f, 1.0f);
-  int checked = 0;
+  int checked = 0, paying = 0;
   for (const auto& shape : shapes)
     for (int trial = 0; trial < 40; ++trial) {
       VerifyScheduler s = measured(Cost::Once, 5, shape, [](int64_t n) { return 0.004 * double(n); });
@@ -132,14 +133,40 @@ TEST(VerifyScheduler, BatchChoiceIsTheExhaustiveOptimum) {
       }
       int depth = 0;
       for (const Draft& d : drafts) depth = std::max(depth, int(d.tokens.size()));
+      // The drafts are paid: the best verification maximizes tokens - λ·seconds with λ the better of
+      // the best rate and plain decoding's (m sequences, m rows), by exhaustive search.
       std::vector<int> best;
       const double top = brute_force(s, cumulative, int64_t(m), depth, best);
+      const double lambda = std::max(top, double(m) / s.pass_cost().at(int64_t(m)));
+      auto value = [&](const std::vector<int>& n) {
+        const double rate = s.expected_rate(cumulative, n, int64_t(m), depth);
+        double tokens = 0;
+        for (size_t i = 0; i < n.size(); ++i) {
+          tokens += 1;
+          for (int j = 0; j < n[i]; ++j) tokens += cumulative[i][size_t(j)];
+        }
+        return tokens - lambda * tokens / rate;  // (seconds = tokens / rate)
+      };
+      double most = -1e300;
+      std::vector<int> n(m, 0);
+      for (;;) {  // every combination
+        most = std::max(most, value(n));
+        size_t i = 0;
+        while (i < n.size() && n[i] == int(cumulative[i].size())) n[i++] = 0;
+        if (i == n.size()) break;
+        ++n[i];
+      }
       const std::vector<int> chosen = s.select(hs, ds);
-      EXPECT_NEAR(s.expected_rate(cumulative, chosen, int64_t(m), depth), top, top * 1e-9)
-          << "trial " << trial << ": chose a rate below the exhaustive optimum";
+      EXPECT_NEAR(value(chosen), most, 1e-9) << "trial " << trial << ": below the exhaustive optimum";
+      if (top >= lambda) {  // where drafting pays, that is the best rate itself
+        EXPECT_NEAR(s.expected_rate(cumulative, chosen, int64_t(m), depth), top, top * 1e-9) << "trial " << trial;
+        ++paying;
+      }
       ++checked;
     }
   EXPECT_EQ(checked, 160);
+  EXPECT_GT(paying, 20);
+  EXPECT_LT(paying, 160);
 }
 
 TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
@@ -153,19 +180,47 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});  // then a plain pass
   s.record_pass(1, 0.010);
   EXPECT_FALSE(s.calibrating());
-  // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins; every
-  // eighth planned step drafts anyway.
+  // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins; probes draft
+  // anyway after 8 plain steps, then 16, 32, 64, 64 (doubling up to 8x).
   s.record_draft(1, 1, 0.010);
   for (int i = 0; i < 40; ++i) s.record_step(h, 5, 0);
-  int drafted = 0;
-  for (int step = 0; step < 32; ++step) drafted += s.plan(hs, limit)[0] > 0;
-  EXPECT_EQ(drafted, 4);
-  EXPECT_GE(s.plain_steps(), 28);
+  std::vector<int> probes;
+  for (int step = 1; step <= 200; ++step)
+    if (s.plan(hs, limit)[0] > 0) probes.push_back(step);
+  EXPECT_EQ(probes, (std::vector<int>{8, 24, 56, 120, 184}));
+  EXPECT_GE(s.plain_steps(), 195);
+  // A probe whose first draft is accepted: the next one comes after 8 plain steps again.
+  int step = 201;
+  while (s.plan(hs, limit)[0] == 0) ++step;
+  EXPECT_EQ(step, 248);
+  s.record_step(h, 5, 1);
+  int gap = 1;
+  while (s.plan(hs, limit)[0] == 0) ++gap;
+  EXPECT_EQ(gap, 8);
   // Drafts accepted nearly always: the whole block is asked for (a block costs the same for any K).
   AcceptanceHistory good;
   for (int i = 0; i < 200; ++i) s.record_step(good, 5, 5);
   const AcceptanceHistory* gs[] = {&good};
   EXPECT_EQ(s.plan(gs, limit), std::vector<int>{5});
+}
+
+TEST(VerifyScheduler, TheRestOfAStepCountsInTheRate) {
+  // A pass costs 10 ms per row and drafting nothing: one draft surviving half the time yields 1.5
+  // tokens in 20 ms against plain decoding's 1 in 10 ms. With 20 ms more per step for everything
+  // else it yields 1.5 in 40 ms against 1 in 30: now drafting pays.
+  VerifyScheduler s({1, Cost::Once, 8});
+  s.record_pass(1, 0.010);
+  s.record_pass(2, 0.020);
+  s.record_draft(1, 1, 1e-9);
+  AcceptanceHistory h;
+  for (int i = 0; i < 1000; ++i) s.record_step(h, 1, i % 2);
+  const AcceptanceHistory* hs[] = {&h};
+  const int limit[] = {1};
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});
+  s.record_overhead(0.020);
+  const std::vector<double> half{0.5};
+  EXPECT_NEAR(s.expected_rate(std::span(&half, 1), std::vector<int>{1}, 1, 1), 1.5 / (0.040 + 1e-9), 1e-6);
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{1});
 }
 
 TEST(VerifyScheduler, AChainDrafterPlansItsDepth) {

@@ -40,11 +40,11 @@ JointFit fit_at_depth_three(Engine& engine, DraftProposer* proposer, const std::
                             const SamplingParams& sp, const std::map<std::vector<int32_t>, double>& exact, int64_t n,
                             const char* label);
 
-// A proposer that reports, for drafts 2..k, the distribution of draft 1 instead of the one each
-// was drawn from: the rejection test at depth >= 2 then uses the wrong q.
-class WrongDepthProbabilities final : public DraftProposer {
+// A proposer that passes everything to another one (the tests' deliberately wrong proposers
+// override propose()).
+class ForwardingProposer : public DraftProposer {
  public:
-  explicit WrongDepthProbabilities(DraftProposer& inner) : inner_(inner) {}
+  explicit ForwardingProposer(DraftProposer& inner) : inner_(inner) {}
   std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
   TargetFeatures features() const override { return inner_.features(); }
   int max_drafts() const override { return inner_.max_drafts(); }
@@ -52,31 +52,32 @@ class WrongDepthProbabilities final : public DraftProposer {
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override { inner_.prefill(chunks, streams); }
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
     inner_.propose(requests, drafts);
-    for (Draft& d : drafts)
-      for (size_t j = 1; j < d.probs.size(); ++j) d.probs[j] = d.probs[0];
   }
   void accept(std::span<const Verified> verified, const Tensor& streams) override { inner_.accept(verified, streams); }
 
- private:
+ protected:
   DraftProposer& inner_;
+};
+
+// A proposer that reports, for drafts 2..k, the distribution of draft 1 instead of the one each
+// was drawn from: the rejection test at depth >= 2 then uses the wrong q.
+class WrongDepthProbabilities final : public ForwardingProposer {
+ public:
+  using ForwardingProposer::ForwardingProposer;
+  void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
+    inner_.propose(requests, drafts);
+    for (Draft& d : drafts)
+      for (size_t j = 1; j < d.probs.size(); ++j) d.probs[j] = d.probs[0];
+  }
 };
 
 // A proposer that reports each draft's distribution without the request's top-k / top-p cut
 // (softmax of its logits at the temperature over the whole vocabulary): q(d) too small where the
 // cut concentrates the mass, so drafts are accepted too often.
-class UncutProbabilities final : public DraftProposer {
+class UncutProbabilities final : public ForwardingProposer {
  public:
-  explicit UncutProbabilities(DraftProposer& inner) : inner_(inner) {}
-  std::unique_ptr<ProposerState> new_state() override { return inner_.new_state(); }
-  TargetFeatures features() const override { return inner_.features(); }
-  int max_drafts() const override { return inner_.max_drafts(); }
-  Cost draft_cost() const override { return inner_.draft_cost(); }
-  void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override { inner_.prefill(chunks, streams); }
+  using ForwardingProposer::ForwardingProposer;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
-  void accept(std::span<const Verified> verified, const Tensor& streams) override { inner_.accept(verified, streams); }
-
- private:
-  DraftProposer& inner_;
 };
 
 }  // namespace dsv4::test
