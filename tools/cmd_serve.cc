@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "draft_setting.h"
 #include "core/error.h"
+#include "io/mapped_file.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
 #include "server/forced_output.h"
@@ -32,8 +33,28 @@ struct ServeArgs {
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+  bool no_prefix_cache = false;
+  int64_t prefix_cache_memory = -1;  // -1: from the memory the weights and running sequences leave
   BackendOptions backend;
 };
+
+// The prefix cache's bytes by default: half of what is available once the weights are in and the
+// running sequences' caches at the context limit and the prefill's working set are set aside (the
+// other half for the system; the page cache may be holding mapped weights).
+int64_t default_prefix_cache_bytes(const ModelConfig& c, int64_t retain, int64_t context, int sequences,
+                                   int64_t prefill_chunk) {
+  const int64_t available = available_memory_bytes();
+  if (available < 0) return int64_t(1) << 30;
+  const int64_t running = int64_t(sequences) * model_cache_footprint(c, retain).at(context) +
+                          prefill_chunk * kPrefillBytesPerRow;
+  return std::max<int64_t>(0, (available - running) / 2);
+}
+
+std::string gib(int64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", double(bytes) / double(int64_t(1) << 30));
+  return s;
+}
 
 // SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, which stops
 // the server (no work in a signal handler).
@@ -88,8 +109,20 @@ int run_serve(const ServeArgs& a) {
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
     if (!a.force_output_file.empty())
       forced = std::make_unique<server::ForcedOutputs>(server::ForcedOutputs::load(a.force_output_file, *tok));
-    scheduler = std::make_unique<server::Scheduler>(
-        *engine, *tok, server::SchedulerOptions{a.max_sequences, a.max_waiting, a.prefill_chunk}, metrics);
+    server::SchedulerOptions so{a.max_sequences, a.max_waiting, a.prefill_chunk};
+    so.prefix_cache = !a.no_prefix_cache;
+    so.log_requests = true;  // a line per request: the tokens it reused and prefilled
+    so.prefix_cache_bytes = a.prefix_cache_memory >= 0
+                                ? a.prefix_cache_memory
+                                : default_prefix_cache_bytes(engine->config(), engine->target->options().max_rollback,
+                                                             limit.tokens, a.max_sequences, a.prefill_chunk);
+    scheduler = std::make_unique<server::Scheduler>(*engine, *tok, so, metrics);
+    if (so.prefix_cache)
+      std::fprintf(stderr, "dsv4 serve: prefix cache: up to %s beyond the running sequences (%s)\n",
+                   gib(so.prefix_cache_bytes).c_str(),
+                   a.prefix_cache_memory >= 0 ? "--prefix-cache-memory" : "half the memory left; --prefix-cache-memory");
+    else
+      std::fprintf(stderr, "dsv4 serve: prefix cache off (--no-prefix-cache): every prompt is prefilled whole\n");
     server.ready({engine.get(), tok.get(), scheduler.get(), limit.tokens, draft, stop_token(*tok, engine->config()),
                   forced.get()});
     std::fprintf(stderr, "dsv4 serve: ready: model '%s', context %lld tokens, %d sequences, draft %s%s%s\n",
@@ -126,6 +159,13 @@ void register_serve(CLI::App& app, CommandResult& result) {
                   "longest sequence, prompt + generated (0 = the model's maximum); checked at start against memory "
                   "for --max-sequences such sequences");
   cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", args->no_prefix_cache,
+               "prefill every prompt whole (by default a request reuses the longest prefix it shares with a kept or "
+               "running sequence)");
+  cmd->add_option("--prefix-cache-memory", args->prefix_cache_memory,
+                  "bytes the prefix cache may hold beyond the running sequences (e.g. 8G; default: half the memory "
+                  "the weights and running sequences leave)")
+      ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--served-model-name", args->model_name, "the model's name in the API (default: the directory name)");
   // A test aid, hidden from --help: scripted completions forced through the token mask (see

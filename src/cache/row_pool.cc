@@ -1,6 +1,7 @@
 #include "cache/row_pool.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -22,14 +23,25 @@ int32_t RowPool::allocate_block() {
     const int32_t first = int32_t(chunks_.size() * size_t(blocks_per_chunk_));
     chunks_.push_back(static_cast<uint8_t*>(memory_.allocate(block_bytes() * size_t(blocks_per_chunk_))));
     for (int64_t b = blocks_per_chunk_ - 1; b >= 0; --b) free_blocks_.push_back(first + int32_t(b));
+    refs_.resize(refs_.size() + size_t(blocks_per_chunk_), 0);
   }
   int32_t b = free_blocks_.back();
   free_blocks_.pop_back();
+  refs_[size_t(b)] = 1;
   ++blocks_in_use_;
   return b;
 }
 
+void RowPool::retain_block(int32_t block) {
+  DSV4_CHECK(block >= 0 && size_t(block) < refs_.size() && refs_[size_t(block)] > 0, "RowPool: retain of free block ",
+             block);
+  ++refs_[size_t(block)];
+}
+
 void RowPool::release_block(int32_t block) {
+  DSV4_CHECK(block >= 0 && size_t(block) < refs_.size() && refs_[size_t(block)] > 0, "RowPool: release of free block ",
+             block);
+  if (--refs_[size_t(block)] > 0) return;
   free_blocks_.push_back(block);
   --blocks_in_use_;
 }
@@ -61,6 +73,44 @@ RowTable& RowTable::operator=(RowTable&& o) noexcept {
   return *this;
 }
 
+RowTable RowTable::fork(int64_t rows, bool writable) const {
+  DSV4_CHECK(pool_ && rows >= 0 && rows <= rows_, "cache fork at row ", rows, " of a table holding ", rows_);
+  RowTable t(pool_);
+  const int64_t per = pool_->rows_per_block(), n = (rows + per - 1) / per;
+  t.blocks_.assign(blocks_.begin(), blocks_.begin() + n);
+  for (int32_t b : t.blocks_)
+    if (b >= 0) pool_->retain_block(b);
+  t.rows_ = rows;
+  t.released_prefix_ = std::min(released_prefix_, n);
+  if (writable) t.own_tail();
+  return t;
+}
+
+void RowTable::own_tail() {
+  const int64_t per = pool_->rows_per_block(), b = rows_ / per, used = rows_ % per;
+  if (used == 0 || b >= int64_t(blocks_.size())) return;  // the next row starts a block of its own
+  int32_t& block = blocks_[size_t(b)];
+  if (block < 0) {  // released: the rows written next need a block (the released ones stay unread)
+    block = pool_->allocate_block();
+    return;
+  }
+  if (pool_->references(block) == 1) return;
+  const int32_t copy = pool_->allocate_block();
+  std::memcpy(pool_->block_data(copy), pool_->block_data(block), size_t(used) * pool_->row_bytes());
+  pool_->release_block(block);
+  block = copy;
+}
+
+int64_t RowTable::bytes_held() const {
+  if (!pool_) return 0;
+  return int64_t(pool_->block_bytes()) * std::count_if(blocks_.begin(), blocks_.end(), [](int32_t b) { return b >= 0; });
+}
+
+int64_t RowTable::shared_blocks() const {
+  if (!pool_) return 0;
+  return std::count_if(blocks_.begin(), blocks_.end(), [&](int32_t b) { return b >= 0 && pool_->references(b) > 1; });
+}
+
 void RowTable::ensure_rows(int64_t rows) {
   const int64_t need = (rows + pool_->rows_per_block() - 1) / pool_->rows_per_block();
   while (int64_t(blocks_.size()) < need) blocks_.push_back(pool_->allocate_block());
@@ -75,6 +125,7 @@ void RowTable::truncate(int64_t rows) {
     blocks_.pop_back();
   }
   if (released_prefix_ > int64_t(blocks_.size())) released_prefix_ = int64_t(blocks_.size());
+  own_tail();  // rows past the end will be written again: not into a block a fork reads
 }
 
 void RowTable::release_before(int64_t row) {

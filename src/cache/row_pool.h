@@ -6,6 +6,12 @@
 // addressed by position, never overwritten by later positions, so rolling back is
 // releasing the blocks past the new end (and rows that rejected drafts wrote are gone
 // with them), and rows that fall out of the attention window are released from the front.
+//
+// Blocks are reference-counted so that sequences can share a prefix (the prefix cache): a fork
+// holds the source's full blocks below the cut and copies the block the cut falls in, so no
+// holder ever writes a row another holder can read. Rows are written only past a table's end;
+// a truncation that would leave the table writing into a block it shares copies that block
+// first (copy on write).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,8 +36,10 @@ class RowPool {
   size_t row_bytes() const { return size_t(row_elems_) * dtype_size(dtype_); }
   size_t block_bytes() const { return row_bytes() * size_t(rows_per_block_); }
 
-  int32_t allocate_block();
-  void release_block(int32_t block);
+  int32_t allocate_block();           // one reference
+  void retain_block(int32_t block);    // one more
+  void release_block(int32_t block);   // one fewer; free at none
+  int32_t references(int32_t block) const { return refs_[size_t(block)]; }
   uint8_t* block_data(int32_t block) const;
 
   int64_t blocks_in_use() const { return blocks_in_use_; }
@@ -43,6 +51,7 @@ class RowPool {
   int64_t row_elems_, rows_per_block_, blocks_per_chunk_;
   std::vector<uint8_t*> chunks_;
   std::vector<int32_t> free_blocks_;
+  std::vector<int32_t> refs_;  // per block
   int64_t blocks_in_use_ = 0;
 };
 
@@ -59,6 +68,11 @@ class RowTable {
   bool attached() const { return pool_ != nullptr; }
   const RowPool& pool() const { return *pool_; }
 
+  // A table holding rows [0, rows) of this one (rows <= size()): the blocks wholly below `rows`
+  // shared, the block `rows` falls in copied (or shared too when `writable` is false: a
+  // snapshot that is only ever read or forked again). Released rows stay released.
+  RowTable fork(int64_t rows, bool writable = true) const;
+
   void ensure_rows(int64_t rows);     // rows [0, rows) become addressable
   // Rows >= rows become unaddressable (reading one throws) and blocks holding only such
   // rows are released: a rollback that drops a row still needed fails loudly.
@@ -72,6 +86,8 @@ class RowTable {
 
   bool has_row(int64_t i) const;
   uint8_t* row(int64_t i) const;      // throws Error if the row was released, truncated or never reserved
+  int64_t shared_blocks() const;      // blocks another table holds too
+  int64_t bytes_held() const;         // of the blocks it holds (shared ones included)
   int64_t size() const { return rows_; }  // rows [0, size) were reserved and not truncated
   int64_t first_kept_row() const;     // lowest addressable row
 
@@ -79,6 +95,9 @@ class RowTable {
   const std::vector<int32_t>& blocks() const { return blocks_; }
 
  private:
+  // Makes the block holding row `rows_` (the next one written) this table's own.
+  void own_tail();
+
   RowPool* pool_ = nullptr;
   std::vector<int32_t> blocks_;
   int64_t rows_ = 0;             // addressable rows end here

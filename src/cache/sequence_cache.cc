@@ -76,10 +76,7 @@ int64_t CachePools::bytes_held() const {
 
 int64_t LayerCache::bytes_held() const {
   int64_t total = 0;
-  for (const RowTable* t : {&kv, &state, &entries, &index_state, &index_keys}) {
-    if (!t->attached()) continue;
-    for (int32_t b : t->blocks()) total += b >= 0 ? int64_t(t->pool().block_bytes()) : 0;
-  }
+  for (const RowTable* t : {&kv, &state, &entries, &index_state, &index_keys}) total += t->bytes_held();
   return total;
 }
 
@@ -127,7 +124,44 @@ void SequenceCache::truncate(int64_t new_length) {
   length_ = new_length;
 }
 
+std::unique_ptr<SequenceCache> SequenceCache::fork(int64_t length, bool writable) const {
+  DSV4_CHECK(length >= min_length_ && length <= length_, "cache fork at length ", length, ": the sequence holds ",
+             length_, " tokens and keeps the rows of lengths from ", min_length_);
+  std::unique_ptr<SequenceCache> f(new SequenceCache());
+  f->length_ = length;
+  f->retain_ = retain_;
+  f->min_length_ = min_length_;
+  f->keep_all_ = keep_all_;
+  f->layers_.resize(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const LayerCache& c = layers_[i];
+    LayerCache& d = f->layers_[i];
+    d.geometry = c.geometry;
+    const int64_t entries = c.geometry.ratio > 0 ? length / c.geometry.ratio : 0;
+    d.kv = c.kv.fork(length, writable);
+    if (c.state.attached()) d.state = c.state.fork(length, writable);
+    if (c.entries.attached()) d.entries = c.entries.fork(entries, writable);
+    if (c.index_state.attached()) d.index_state = c.index_state.fork(length, writable);
+    if (c.index_keys.attached()) d.index_keys = c.index_keys.fork(entries, writable);
+  }
+  return f;
+}
+
+int64_t SequenceCache::bytes_held() const {
+  int64_t total = 0;
+  for (const LayerCache& c : layers_) total += c.bytes_held();
+  return total;
+}
+
+int64_t SequenceCache::shared_blocks() const {
+  int64_t total = 0;
+  for (const LayerCache& c : layers_)
+    for (const RowTable* t : {&c.kv, &c.state, &c.entries, &c.index_state, &c.index_keys}) total += t->shared_blocks();
+  return total;
+}
+
 void SequenceCache::release_unneeded() {
+  if (keep_all_) return;
   // After a rollback to any length L >= length - retain, attention at position L needs raw
   // rows from L - window + 1 on, and the next compressed entry pools positions from
   // (L / ratio - 1) · ratio on (the overlapping compressor reads the previous block).

@@ -87,6 +87,7 @@ class SequenceCache {
   void set_length(int64_t n) { length_ = n; }
   int64_t retain() const { return retain_; }
   LayerCache& layer(size_t i) { return layers_[i]; }
+  const LayerCache& layer(size_t i) const { return layers_[i]; }
   size_t num_layers() const { return layers_.size(); }
 
   // Returns the state to what it was after `new_length` tokens. Throws if that needs rows
@@ -97,7 +98,21 @@ class SequenceCache {
   // The earliest length truncate() can still return to.
   int64_t min_truncate_length() const { return min_length_; }
 
+  // Keeps every row (release_unneeded() releases nothing): the state after any length L <= length()
+  // stays recoverable, so the prefix cache can cut this sequence anywhere.
+  // keep_all_rows(false): back to releasing what no rollback needs (from the next pass on).
+  void keep_all_rows(bool keep = true) { keep_all_ = keep; }
+  bool keeps_all_rows() const { return keep_all_; }
+  // The state after `length` tokens (min_truncate_length() <= length <= length()), sharing this
+  // one's blocks (fork() in row_pool.h): `writable` for a sequence that goes on from there, not
+  // for a snapshot that is only read or forked again. It keeps this one's retain and keep-all.
+  std::unique_ptr<SequenceCache> fork(int64_t length, bool writable = true) const;
+  int64_t bytes_held() const;    // of the blocks it holds (shared ones included)
+  int64_t shared_blocks() const; // blocks another holder holds too
+
  private:
+  SequenceCache() = default;
+  bool keep_all_ = false;
   int64_t length_ = 0;
   int64_t retain_ = 0;
   int64_t min_length_ = 0;

@@ -35,7 +35,8 @@ OrderedJson ResponseWriter::base(const char* object) const {
 OrderedJson ResponseWriter::usage(const Update& u) const {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 std::string ResponseWriter::token_text(int32_t id) const {

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "server/openai_protocol.h"
 
@@ -20,6 +21,7 @@ void Update::append(Update&& later) {
     finished = true;
     finish_reason = std::move(later.finish_reason);
     prompt_tokens = later.prompt_tokens;
+    cached_tokens = later.cached_tokens;
     completion_tokens = later.completion_tokens;
   }
   if (!later.error.empty()) error = std::move(later.error);
@@ -53,6 +55,7 @@ struct Scheduler::Active {
   Clock::time_point arrival = Clock::now(), last_token{};
   bool any_token = false;
   int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
 
   Active(Job j, const text::Tokenizer& tok) : job(std::move(j)), stream(tok, job.text) {
     job.options.mask = job.mask.get();
@@ -65,7 +68,8 @@ Scheduler::Scheduler(Engine& engine, const text::Tokenizer& tokenizer, Scheduler
       tokenizer_(tokenizer),
       options_(options),
       metrics_(metrics),
-      decoder_(*engine.target, engine.proposer.get()) {
+      decoder_(*engine.target, engine.proposer.get()),
+      lean_(model_cache_footprint(engine.config(), engine.target->options().max_rollback)) {
   decoder_.set_prefill_chunk(options_.prefill_chunk);
   publish_metrics();
   thread_ = std::thread([this] { run(); });
@@ -121,6 +125,7 @@ void Scheduler::run() {
       continue;
     }
     for (const auto& e : events) deliver(e);
+    enforce_memory();
     publish_metrics();
   }
   fail_all("the server is shutting down");
@@ -137,7 +142,24 @@ void Scheduler::admit(std::unique_lock<std::mutex>&) {
     std::unique_ptr<Active> a = std::move(waiting_.front());
     waiting_.pop_front();
     try {
-      a->id = decoder_.add(a->job.prompt, a->job.options);
+      if (options_.prefix_cache) {
+        a->job.options.reusable = a->job.options.keep_state = true;
+        std::vector<PrefixSource> live;
+        for (const auto& [id, other] : active_) live.push_back(decoder_.source(id));
+        const PrefixCache::Match m = prefix_cache_.find(a->job.prompt, live);
+        a->id = m.cut > 0 ? decoder_.add(a->job.prompt, a->job.options, m.source, m.cut)
+                          : decoder_.add(a->job.prompt, a->job.options);
+        a->cached_tokens = decoder_.reused(a->id);
+        prefix_queries_ += int64_t(a->job.prompt.size());
+        prefix_hits_ += a->cached_tokens;
+        if (options_.log_requests)
+          std::fprintf(stderr, "dsv4 serve: request %lld: %zu prompt tokens, %lld reused (%s), %lld to prefill\n",
+                       (long long)++requests_, a->job.prompt.size(), (long long)a->cached_tokens,
+                       a->cached_tokens == 0 ? "none" : m.live >= 0 ? "a running sequence's" : "the prefix cache's",
+                       (long long)(int64_t(a->job.prompt.size()) - a->cached_tokens));
+      } else {
+        a->id = decoder_.add(a->job.prompt, a->job.options);
+      }
     } catch (const std::exception& e) {  // checked before submit; a safety net
       Update u;
       u.finished = true;
@@ -157,6 +179,7 @@ void Scheduler::drop_cancelled() {
       ++it;
       continue;
     }
+    keep(it->first);  // what it prefilled serves the next request that shares it
     decoder_.cancel(it->first);
     decoder_.release(it->first);
     ++finished_abort_;
@@ -210,8 +233,10 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     u.finish_reason = length ? "length" : a.stream.made_tool_calls() ? "tool_calls" : "stop";
     (length ? finished_length_ : finished_stop_) += 1;
     u.prompt_tokens = int64_t(a.job.prompt.size());
+    u.cached_tokens = a.cached_tokens;
     u.completion_tokens = a.completion_tokens;
     metrics_.observe_e2e(seconds(now - a.arrival));
+    keep(e.id);
     if (!e.finished) decoder_.cancel(e.id);  // a stop string ended it
     decoder_.release(e.id);
   }
@@ -242,6 +267,19 @@ void Scheduler::fail_all(const std::string& message) {
   publish_metrics();
 }
 
+void Scheduler::keep(SpeculativeDecoder::SequenceId id) {
+  if (options_.prefix_cache) prefix_cache_.insert(decoder_.take_state(id));
+}
+
+void Scheduler::enforce_memory() {
+  if (!options_.prefix_cache) return;
+  int64_t limit = options_.prefix_cache_bytes;
+  for (const auto& [id, a] : active_) limit += lean_.at(decoder_.length(id));
+  while (decoder_.bytes_held() > limit && prefix_cache_.evict_oldest()) {
+  }
+  if (decoder_.bytes_held() > limit) decoder_.stop_keeping_rows();
+}
+
 void Scheduler::publish_metrics() {
   MetricsSnapshot s;
   s.running = int64_t(active_.size());
@@ -261,12 +299,18 @@ void Scheduler::publish_metrics() {
   s.draft_tokens = m.drafted;
   s.accepted_tokens = m.accepted;
   s.accepted_per_pos = m.accepted_at;
-  for (CachePools* pools : {&engine_.target->pools(), engine_.mtp ? &engine_.mtp->pools() : nullptr}) {
+  s.prefix_cache_queries = prefix_queries_;
+  s.prefix_cache_hits = prefix_hits_;
+  s.prefix_cache_entries = int64_t(prefix_cache_.size());
+  s.prefix_cache_bytes = std::max<int64_t>(0, decoder_.bytes_held() - decoder_.running_bytes());
+  for (CachePools* pools : {&engine_.target->pools(), engine_.mtp ? &engine_.mtp->pools() : nullptr,
+                             engine_.dspark ? &engine_.dspark->pools() : nullptr}) {
     if (!pools) continue;
     s.cache_blocks_used += pools->blocks_in_use();
-    s.cache_bytes_held += pools->bytes_held();
     s.cache_bytes_allocated += pools->bytes_in_use();
   }
+  s.cache_bytes_held = decoder_.bytes_held();
+  s.cache_bytes_running = decoder_.running_bytes();
   metrics_.update(s);
 }
 

@@ -6,6 +6,13 @@
 // HTTP handler thread of that request picks them up.
 //
 // Requests beyond capacity wait in a bounded FIFO; when it is full, submit() refuses (503).
+//
+// With the prefix cache (on by default), every sequence keeps its rows and, when it ends (or its
+// client goes), its state joins the cache; a request admitted starts from the longest prefix any
+// kept or running sequence shares with it and prefills only the rest (speculative/prefix_cache.h).
+// Memory: the pools may hold the running sequences' lean caches (what they need to decode) plus
+// `prefix_cache_bytes`; beyond that the least recently used entries go, then the running
+// sequences stop keeping rows they do not need (running sequences always win).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -20,6 +27,7 @@
 #include "engine/engine.h"
 #include "server/server_metrics.h"
 #include "server/text_stream.h"
+#include "speculative/prefix_cache.h"
 #include "speculative/speculative_decoder.h"
 
 namespace dsv4::server {
@@ -32,6 +40,7 @@ struct Update {
   bool finished = false;
   std::string finish_reason;                 // stop | length | tool_calls (with finished)
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;                 // prompt tokens taken from the prefix cache
   std::string error;                         // the request failed inside the server
 
   void append(Update&& later);
@@ -70,6 +79,9 @@ struct SchedulerOptions {
   int max_sequences = 8;                     // decoded together
   int max_waiting = 64;                      // queued beyond those
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
+  bool prefix_cache = true;
+  int64_t prefix_cache_bytes = 0;            // beyond the running sequences' lean caches
+  bool log_requests = false;                 // a line per request on stderr (reuse, prefill)
 };
 
 class Scheduler {
@@ -89,12 +101,17 @@ class Scheduler {
   void deliver_tokens(const SpeculativeDecoder::Event& e);
   void fail_all(const std::string& message);
   void publish_metrics();
+  void keep(SpeculativeDecoder::SequenceId id);  // into the prefix cache (with the cache on)
+  void enforce_memory();
 
   Engine& engine_;
   const text::Tokenizer& tokenizer_;
   SchedulerOptions options_;
   ServerMetrics& metrics_;
   SpeculativeDecoder decoder_;
+  PrefixCache prefix_cache_;                 // scheduler thread only
+  CacheFootprint lean_;                      // one sequence's cache without kept rows, target and drafter
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0, requests_ = 0;
   std::map<SpeculativeDecoder::SequenceId, std::unique_ptr<Active>> active_;  // scheduler thread only
 
   std::mutex mutex_;                         // guards waiting_ and stop_

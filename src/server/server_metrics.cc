@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace dsv4::server {
@@ -101,11 +102,21 @@ std::string ServerMetrics::render(const std::string& model_name) const {
          double(s.rejected_busy));
   metric("dsv4:requests_invalid_total", "counter", "Requests answered with a 4xx error.", double(s.bad_requests));
   metric("dsv4:scheduler_steps_total", "counter", "Decoder steps (one target pass each).", double(s.steps));
-  metric("dsv4:cache_blocks_used", "gauge", "KV cache blocks held by sequences (target and MTP).",
+  metric("dsv4:cache_blocks_used", "gauge", "KV cache blocks held (running sequences and the prefix cache).",
          double(s.cache_blocks_used));
-  metric("dsv4:cache_bytes_used", "gauge", "Bytes of the cache blocks held by sequences.", double(s.cache_bytes_held));
+  metric("dsv4:cache_bytes_used", "gauge", "Bytes of the cache blocks held (running sequences and the prefix cache).",
+         double(s.cache_bytes_held));
+  metric("dsv4:cache_bytes_running", "gauge", "Bytes of the cache blocks running sequences hold (shared ones in full).",
+         double(s.cache_bytes_running));
   metric("dsv4:cache_bytes_free", "gauge", "Bytes of cache allocated but held by no sequence (reused before growing).",
-         double(s.cache_bytes_allocated - s.cache_bytes_held));
+         double(std::max<int64_t>(0, s.cache_bytes_allocated - s.cache_bytes_held)));
+  metric("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         double(s.prefix_cache_queries));
+  metric("vllm:prefix_cache_hits_total", "counter", "Prompt tokens reused from the prefix cache (not prefilled).",
+         double(s.prefix_cache_hits));
+  metric("dsv4:prefix_cache_entries", "gauge", "Sequences kept in the prefix cache.", double(s.prefix_cache_entries));
+  metric("dsv4:prefix_cache_bytes", "gauge", "Bytes of cache blocks held by the prefix cache alone.",
+         double(s.prefix_cache_bytes));
   metric("vllm:spec_decode_num_drafts_total", "counter", "Verification steps that checked drafts.", double(s.drafts));
   metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.", double(s.draft_tokens));
   metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.", double(s.accepted_tokens));

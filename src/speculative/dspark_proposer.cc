@@ -9,6 +9,7 @@ namespace dsv4 {
 
 struct DSparkProposer::State final : ProposerState {
   std::unique_ptr<SequenceCache> rings;  // context rows of positions [0, rings->length())
+  int64_t bytes_held() const override { return rings->bytes_held(); }
 };
 
 DSparkProposer::DSparkProposer(DSparkDrafter& drafter) : drafter_(drafter), chooser_(drafter.vocab()) {}
@@ -19,6 +20,25 @@ std::unique_ptr<ProposerState> DSparkProposer::new_state() {
   auto s = std::make_unique<State>();
   s->rings = drafter_.new_sequence();
   return s;
+}
+
+int64_t DSparkProposer::bytes_held() const { return drafter_.pools().bytes_held(); }
+
+void DSparkProposer::keep_all_rows(ProposerState& state, bool keep) {
+  static_cast<State&>(state).rings->keep_all_rows(keep);
+}
+
+// The rings after `length` positions: the rows of the window before it must still be there (a
+// prompt writes only its last window's rows, so a cut deep inside a prompt has none).
+std::unique_ptr<ProposerState> DSparkProposer::fork(const ProposerState& from, int64_t length) {
+  const SequenceCache& rings = *static_cast<const State&>(from).rings;
+  if (length < rings.min_truncate_length() || length > rings.length()) return nullptr;
+  for (size_t l = 0; l < rings.num_layers(); ++l)
+    for (int64_t p = std::max<int64_t>(0, length - drafter_.window()); p < length; ++p)
+      if (!rings.layer(l).kv.has_row(p)) return nullptr;
+  auto f = std::make_unique<State>();
+  f->rings = rings.fork(length);
+  return f;
 }
 
 void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) {

@@ -29,6 +29,9 @@ class DSparkProposer final : public DraftProposer {
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) override;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
   void accept(std::span<const Verified> verified, const Tensor& taps) override;
+  void keep_all_rows(ProposerState& state, bool keep = true) override;
+  int64_t bytes_held() const override;
+  std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) override;
 
   const DSparkDrafter& drafter() const { return drafter_; }
   // A state's rings (tools: the bench drafts on them directly).

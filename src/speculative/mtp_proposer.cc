@@ -11,6 +11,7 @@ struct MtpProposer::State final : ProposerState {
   RowTable streams;                      // the streams of rows [cache->length(), streams_end) (+ chained drafts')
   int64_t streams_end = 0;
   int64_t first_draft_position = -1;     // row of the last first draft (target-conditioned, kept)
+  int64_t bytes_held() const override { return cache->bytes_held() + streams.bytes_held(); }
 };
 
 MtpProposer::MtpProposer(MtpModule& mtp)
@@ -22,6 +23,28 @@ std::unique_ptr<ProposerState> MtpProposer::new_state() {
   s->cache = mtp_.new_sequence();
   s->streams = RowTable(&stream_pool_);
   return s;
+}
+
+int64_t MtpProposer::bytes_held() const {
+  return mtp_.pools().bytes_held() + stream_pool_.blocks_in_use() * int64_t(stream_pool_.block_bytes());
+}
+
+void MtpProposer::keep_all_rows(ProposerState& state, bool keep) { static_cast<State&>(state).cache->keep_all_rows(keep); }
+
+// The MTP's rows [0, m) and the streams of [m, length) queued: rows up to `length` - 1 read tokens up
+// to `length`, which the new sequence shares, so rows the source computed past the cut serve too.
+std::unique_ptr<ProposerState> MtpProposer::fork(const ProposerState& from, int64_t length) {
+  const State& s = static_cast<const State&>(from);
+  if (s.first_draft_position >= 0 || length < 0 || length > s.streams_end) return nullptr;
+  const int64_t m = std::min(length, s.cache->length());
+  if (m < s.cache->min_truncate_length()) return nullptr;
+  for (int64_t p = m; p < length; ++p)
+    if (!s.streams.has_row(p)) return nullptr;
+  auto f = std::make_unique<State>();
+  f->cache = s.cache->fork(m);
+  f->streams = s.streams.fork(length);
+  f->streams_end = length;
+  return f;
 }
 
 void MtpProposer::store(std::vector<RowTable*>& tables, std::vector<int64_t>& rows, const Tensor& streams) {

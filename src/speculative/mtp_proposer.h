@@ -33,6 +33,9 @@ class MtpProposer final : public DraftProposer {
   static constexpr int64_t kMaxQueuedRows = 16;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
   void accept(std::span<const Verified> verified, const Tensor& streams) override;
+  void keep_all_rows(ProposerState& state, bool keep = true) override;
+  int64_t bytes_held() const override;
+  std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) override;
 
  private:
   struct State;

@@ -28,6 +28,7 @@ namespace dsv4 {
 class ProposerState {
  public:
   virtual ~ProposerState() = default;
+  virtual int64_t bytes_held() const { return 0; }  // of the blocks it holds
 };
 
 struct DraftRequest {
@@ -106,6 +107,15 @@ class DraftProposer {
   // After every verification of the sequences (with or without a proposal in their step).
   // Provisional state of rejected drafts is discarded.
   virtual void accept(std::span<const Verified> verified, const Tensor& streams) = 0;
+
+  // The prefix cache (prefix_cache.h). keep_all_rows: the state keeps what a fork at any
+  // length needs. fork: the state after `length` tokens of the sequence `from` belongs to, for a
+  // sequence that shares its first length + 1 tokens (the next token may already be in `from`'s
+  // rows), sharing `from`'s blocks; null where `from` no longer holds what that needs. Between
+  // steps only (no draft in flight).
+  virtual void keep_all_rows(ProposerState&, bool keep = true) {}
+  virtual int64_t bytes_held() const { return 0; }  // what all its states hold together
+  virtual std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) { return nullptr; }
 };
 
 }  // namespace dsv4

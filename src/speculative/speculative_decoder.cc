@@ -23,6 +23,7 @@ struct SpeculativeDecoder::Sequence {
   int64_t prefilled = 0;             // prompt tokens the target has processed
   std::unique_ptr<SequenceCache> cache;
   std::unique_ptr<ProposerState> draft_state;
+  int64_t reused = 0;                // prompt tokens taken from another sequence's state
   std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
   std::mt19937_64 rng;
   SequenceOutput out;
@@ -99,6 +100,72 @@ SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prom
   return id;
 }
 
+SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prompt, const GenerateOptions& o,
+                                                       const PrefixSource& from, int64_t cut) {
+  DSV4_CHECK(from.cache && cut >= 0 && cut < int64_t(prompt.size()) && cut <= from.cache->length() &&
+                 from.cache->length() < int64_t(from.tokens.size()),
+             "decoder: a start from ", cut, " tokens of a state holding ", from.tokens.size(), " (caches: ",
+             from.cache ? from.cache->length() : 0, ") for a prompt of ", prompt.size());
+  DSV4_CHECK(std::equal(prompt.begin(), prompt.begin() + cut + 1, from.tokens.begin()),
+             "decoder: the prompt's first ", cut + 1, " tokens are not the state's");
+  const SequenceId id = add(std::move(prompt), o);
+  Sequence& s = get(id);
+  if (cut == 0 || s.done || cut < from.cache->min_truncate_length()) return id;
+  std::unique_ptr<ProposerState> draft;
+  if (wants_draft_state(o)) {
+    if (from.draft) draft = proposer_->fork(*from.draft, cut);
+    if (!draft) return id;
+    if (o.reusable) proposer_->keep_all_rows(*draft);
+  }
+  s.cache = from.cache->fork(cut);
+  if (o.reusable) s.cache->keep_all_rows();
+  s.draft_state = std::move(draft);
+  s.prefilled = s.reused = cut;
+  return id;
+}
+
+int64_t SpeculativeDecoder::reused(SequenceId id) const { return get(id).reused; }
+
+PrefixSource SpeculativeDecoder::source(SequenceId id) const {
+  const Sequence& s = get(id);
+  if (!s.cache) return {};
+  return {s.context, s.cache.get(), s.draft_state.get()};
+}
+
+SequenceState SpeculativeDecoder::take_state(SequenceId id) {
+  Sequence& s = get(id);
+  SequenceState state;
+  if (!s.cache) return state;
+  state.tokens = s.context;
+  state.cache = std::move(s.cache);
+  state.draft = std::move(s.draft_state);
+  if (!s.done) finish(s, FinishReason::Cancelled);
+  return state;
+}
+
+int64_t SpeculativeDecoder::bytes_held() const {
+  return target_.pools().bytes_held() + (proposer_ ? proposer_->bytes_held() : 0);
+}
+
+void SpeculativeDecoder::stop_keeping_rows() {
+  for (auto& [id, s] : sequences_) {
+    if (s->done) continue;
+    s->options.reusable = false;
+    if (s->cache) s->cache->keep_all_rows(false);
+    if (s->draft_state) proposer_->keep_all_rows(*s->draft_state, false);
+  }
+}
+
+int64_t SpeculativeDecoder::running_bytes() const {
+  int64_t total = 0;
+  for (const auto& [id, s] : sequences_) {
+    if (s->done) continue;
+    if (s->cache) total += s->cache->bytes_held();
+    if (s->draft_state) total += s->draft_state->bytes_held();
+  }
+  return total;
+}
+
 void SpeculativeDecoder::extend(SequenceId id, std::span<const int32_t> tokens, const GenerateOptions& o) {
   Sequence& s = get(id);
   DSV4_CHECK(s.done, "decoder: sequence ", id, " is still running");
@@ -122,7 +189,16 @@ void SpeculativeDecoder::extend(SequenceId id, std::span<const int32_t> tokens, 
 void SpeculativeDecoder::finish(Sequence& s, FinishReason why) {
   s.done = true;
   if (s.out.finish == FinishReason::None) s.out.finish = why;
-  if (s.options.keep_state && (why == FinishReason::Eos || why == FinishReason::Length)) return;
+  if (s.options.keep_state && (why == FinishReason::Eos || why == FinishReason::Length)) {
+    // Drafts accepted past where it stopped (EOS, the length) left rows of tokens it never
+    // emitted: the kept state is that of its tokens, the last one not passed yet.
+    const int64_t held = int64_t(s.context.size()) - 1;
+    if (s.cache && s.cache->length() > held) {
+      s.cache->truncate(held);
+      if (s.draft_state) s.draft_state = proposer_->fork(*s.draft_state, held);
+    }
+    return;
+  }
   s.cache.reset();  // blocks back to the pools
   s.draft_state.reset();
 }
@@ -338,14 +414,17 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   if (!running.empty()) draft(running, drafts);
   // The proposer reads the target's streams of every row of a sequence it drafts for; for the
   // others the last block computes only the rows whose logits are read.
-  auto drafts_from = [](const Sequence& s) { return s.draft_state || s.options.draft_tokens > 0; };
+  auto drafts_from = [this](const Sequence& s) { return s.draft_state || wants_draft_state(s.options); };
 
   // One target pass: the next chunk of each new prompt, then [last, d_1..d_n] of every running sequence.
   std::vector<std::vector<int32_t>> verify_tokens(running.size());
   std::vector<Transformer::Request> requests;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // [first, first + n) of each fresh prompt
   for (Sequence* s : fresh) {
-    if (!s->cache) s->cache = target_.new_sequence();
+    if (!s->cache) {
+      s->cache = target_.new_sequence();
+      if (s->options.reusable) s->cache->keep_all_rows();
+    }
     const int64_t P = int64_t(s->prompt.size()), n = std::min(prefill_chunk_, P - s->prefilled);
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
@@ -375,7 +454,10 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   std::vector<Verified> verified;
   for (size_t i = 0; i < fresh.size(); ++i) {
     Sequence& s = *fresh[i];
-    if (s.options.draft_tokens > 0 && !s.draft_state) s.draft_state = proposer_->new_state();
+    if (wants_draft_state(s.options) && !s.draft_state) {
+      s.draft_state = proposer_->new_state();
+      if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
+    }
     if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
                                             out_.rows_begin[i]});
     metrics_.prefill_rows += chunks[i].second;

@@ -42,6 +42,9 @@ struct GenerateOptions {
   // A sequence that finishes (EOS or length) keeps its caches until cancel() or release(), so
   // that extend() can continue it (a chat's next turn) without prefilling it again.
   bool keep_state = false;
+  // Keeps every row of the sequence's caches, and a proposer state even without drafting, so that
+  // the prefix cache can start other sequences from it cut at any length (SequenceCache::keep_all_rows).
+  bool reusable = false;
 };
 
 enum class FinishReason { None, Eos, Length, ContextFull, Cancelled };
@@ -71,6 +74,22 @@ struct SequenceOutput {
   std::vector<TokenLogprobs> logprobs;   // one per token, with top_logprobs >= 0
 };
 
+// A sequence's state as the prefix cache keeps it: the tokens its caches hold, the target's
+// caches and the proposer's state (null without one).
+struct SequenceState {
+  std::vector<int32_t> tokens;          // every token the state has read: the caches hold the first length()
+  std::unique_ptr<SequenceCache> cache;
+  std::unique_ptr<ProposerState> draft;
+  int64_t length() const { return cache ? cache->length() : 0; }
+};
+
+// A state a sequence can start from: a kept one, or a live sequence's (valid until the next step).
+struct PrefixSource {
+  std::span<const int32_t> tokens;      // those it has read (its caches hold the first cache->length())
+  const SequenceCache* cache = nullptr;
+  const ProposerState* draft = nullptr;
+};
+
 class SpeculativeDecoder {
  public:
   using SequenceId = uint64_t;
@@ -89,6 +108,25 @@ class SpeculativeDecoder {
   // adds nothing) for an empty prompt, an unknown token id, a prompt that leaves no room
   // in the context, or a draft length the caches cannot roll back.
   SequenceId add(std::vector<int32_t> prompt, const GenerateOptions& options);
+  // The same, starting from `from`'s state after its first `cut` tokens, which with the next one
+  // must be the prompt's own (checked; cut < prompt size), and prefilling only the rest: bit for
+  // bit what add() gives. Cold (nothing reused) where `from` does not hold that state any more, or
+  // the sequence needs a proposer state `from` cannot give at the cut. reused(id): the tokens reused.
+  SequenceId add(std::vector<int32_t> prompt, const GenerateOptions& options, const PrefixSource& from,
+                 int64_t cut);
+  int64_t reused(SequenceId id) const;
+  // A live sequence (running, or finished with its state kept) as a source.
+  PrefixSource source(SequenceId id) const;
+  // Stops the sequence where it is (if running: finish Cancelled) and takes its state; its output
+  // stays readable until release().
+  SequenceState take_state(SequenceId id);
+  // Bytes of cache blocks held: by everything (the target's pools and the proposer's), and by the
+  // sequences not finished (blocks they share with others counted in full).
+  int64_t bytes_held() const;
+  int64_t running_bytes() const;
+  // Memory pressure: the running sequences stop keeping rows no rollback needs (GenerateOptions::
+  // reusable), from their next pass on; the prefix cache can then cut them only near their end.
+  void stop_keeping_rows();
 
   // Continues a finished sequence that kept its state (GenerateOptions::keep_state): `tokens`
   // follow everything it holds (prompt and output), the next step() prefills them from where
@@ -141,6 +179,7 @@ class SpeculativeDecoder {
   void check_tokens(std::span<const int32_t> tokens, int64_t first, const char* what) const;
   std::span<const uint64_t> allowed_after(Sequence& s, std::span<const int32_t> extra);
   static bool argmax_only(const Sequence& s);
+  bool wants_draft_state(const GenerateOptions& o) const { return proposer_ && (o.draft_tokens > 0 || o.reusable); }
   int32_t choose(const float* logits, Sequence& s, std::span<const int32_t> extra);
   void target_distribution(const float* logits, Sequence& s, std::span<const int32_t> extra, std::vector<float>& p);
   int verify(Sequence& s, const Draft& draft, const float* rows, int32_t& next);

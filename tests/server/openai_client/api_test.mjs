@@ -69,7 +69,9 @@ await runTests([
     assert.deepEqual(streamed.tokens, whole.tokens);
     assert.equal(streamed.text, whole.text);
     assert.equal(streamed.finish, 'length');
-    assert.deepEqual(streamed.usage, whole.usage);
+    // The same prompt again: the prefix cache held it (all but its last token, whose pass gives the first logits).
+    assert.equal(streamed.usage.prompt_tokens_details.cached_tokens, whole.usage.prompt_tokens - 1);
+    assert.deepEqual({ ...streamed.usage, prompt_tokens_details: null }, { ...whole.usage, prompt_tokens_details: null });
     // Top alternatives: under greedy decoding the most likely one is the token itself.
     const r = await api.completions.create({ model, prompt: 'hello', max_tokens: 4, temperature: 0, logprobs: 3 });
     const lp = r.choices[0].logprobs;
@@ -98,7 +100,8 @@ await runTests([
     assert.equal(s.reasoning, 'I should greet them.');
     assert.equal(s.content, 'Hello there!');
     assert.equal(s.finish, 'stop');
-    assert.deepEqual(s.usage, r.usage);
+    assert.deepEqual({ ...s.usage, prompt_tokens_details: null }, { ...r.usage, prompt_tokens_details: null });
+    assert.equal(s.usage.prompt_tokens_details.cached_tokens, r.usage.prompt_tokens - 1, 'the same prompt, kept');
     assert.equal(s.chunks.at(-1).choices.length, 0, 'the usage chunk has no choices');
     const effort = await api.chat.completions.create({ model, messages: user('FORCE_REASONING hi'), temperature: 0,
                                                        reasoning_effort: 'high' });
@@ -206,14 +209,14 @@ await runTests([
     }
     for (const r of results.filter((x) => x.status === 'fulfilled')) assert.equal(r.value.usage.completion_tokens, 48);
   }],
-  ['a stream aborted by the client is cancelled and its blocks returned', async () => {
+  ['a stream aborted by the client is cancelled and its blocks returned (or kept by the prefix cache)', async () => {
     const before = await metrics(base);
     const s = await api.chat.completions.create({ model, messages: user('hi'), max_tokens: 400, ignore_eos: true,
                                                   temperature: 0, stream: true });
     let chunks = 0;
     for await (const c of s) { if (++chunks === 3) break; }  // leaving the loop aborts the request
     const m = await waitForMetrics(base, (x) => x.sum('vllm:num_requests_running') === 0 &&
-                                                 x.sum('dsv4:cache_blocks_used') === 0,
+                                                 x.sum('dsv4:cache_bytes_running') === 0,
                                    'the aborted sequence released');
     assert.ok(m.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] >
               (before.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0));
@@ -231,7 +234,7 @@ await runTests([
     assert.match(text, /^ +\{/, 'heartbeat whitespace, then the object');
     assert.equal(JSON.parse(text).usage.completion_tokens, 2000);  // (JSON.parse is what the SDK uses)
   }],
-  ['a non-streamed request whose client goes away is cancelled and its blocks returned', async () => {
+  ['a non-streamed request whose client goes away is cancelled and its blocks returned (or kept)', async () => {
     // A client that closes its connection (node:http's destroy(): fetch, once aborted, may keep
     // reading the body to reuse the connection, and then the server cannot tell). The server
     // notices at its first writes (the heartbeats from half a second on), long before 4000
@@ -248,7 +251,7 @@ await runTests([
       setTimeout(() => req.destroy(), 100);
     });
     const m = await waitForMetrics(base, (x) => x.sum('vllm:num_requests_running') === 0 &&
-                                                 x.sum('dsv4:cache_blocks_used') === 0,
+                                                 x.sum('dsv4:cache_bytes_running') === 0,
                                    'the abandoned sequence released');
     const aborts = (x) => x.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0;
     assert.ok(aborts(m) > aborts(before), 'counted as aborted');

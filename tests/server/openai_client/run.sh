@@ -92,10 +92,16 @@ if [ $status -eq 0 ]; then node structured_test.mjs "http://127.0.0.1:$port" || 
 if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then
+  start_server cold.log --draft 2 --max-sequences 4 --max-context 4096 --no-prefix-cache
+  coldport=$(server_port cold.log)
+  node prefix_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$coldport" || status=$?
+  kill "${pids[-1]}"
+fi
+if [ $status -eq 0 ]; then
   MODEL=ckpt-dspark start_server dspark.log --draft auto --max-sequences 4 --max-context 2048
   dspark=$(server_port dspark.log)
   node dspark_test.mjs "http://127.0.0.1:$dspark" || { status=$?; echo "--- DSpark server log"; tail -30 dspark.log; }
-  kill "${pids[2]}"
+  kill "${pids[-1]}"
 fi
 # The server stops cleanly on SIGTERM.
 kill -TERM "${pids[0]}"
