@@ -35,6 +35,8 @@ struct ServeArgs {
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   bool no_prefix_cache = false;
   int64_t prefix_cache_memory = -1;  // -1: from the memory the weights and running sequences leave
+  std::string kv_cache_dir;
+  int64_t kv_cache_disk_max = int64_t(32) << 30, kv_cache_min_tokens = 1024;
   BackendOptions backend;
 };
 
@@ -70,6 +72,8 @@ int run_serve(const ServeArgs& a) {
   DSV4_CHECK(a.max_sequences >= 1, "--max-sequences must be at least 1");
   DSV4_CHECK(a.max_waiting >= 0, "--max-waiting must not be negative");
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive");
+  DSV4_CHECK(a.kv_cache_dir.empty() || !a.no_prefix_cache, "--kv-cache-dir needs the prefix cache (drop --no-prefix-cache)");
+  DSV4_CHECK(a.kv_cache_min_tokens >= 1, "--kv-cache-min-tokens must be at least 1");
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not the end of the server
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -111,7 +115,10 @@ int run_serve(const ServeArgs& a) {
       forced = std::make_unique<server::ForcedOutputs>(server::ForcedOutputs::load(a.force_output_file, *tok));
     server::SchedulerOptions so{a.max_sequences, a.max_waiting, a.prefill_chunk};
     so.prefix_cache = !a.no_prefix_cache;
-    so.log_requests = true;  // a line per request: the tokens it reused and prefilled
+    so.log_requests = true;
+    so.kv_cache_dir = a.kv_cache_dir;
+    so.kv_cache_disk_max = a.kv_cache_disk_max;
+    so.kv_cache_min_tokens = a.kv_cache_min_tokens;  // a line per request: the tokens it reused and prefilled
     so.prefix_cache_bytes = a.prefix_cache_memory >= 0
                                 ? a.prefix_cache_memory
                                 : default_prefix_cache_bytes(engine->config(), engine->target->options().max_rollback,
@@ -166,6 +173,14 @@ void register_serve(CLI::App& app, CommandResult& result) {
                   "bytes the prefix cache may hold beyond the running sequences (e.g. 8G; default: half the memory "
                   "the weights and running sequences leave)")
       ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--kv-cache-dir", args->kv_cache_dir,
+                  "keep states on disk too (written when evicted, at shutdown and after a long prompt; read when a "
+                  "prompt shares more with them than with memory), so a restart does not prefill again");
+  cmd->add_option("--kv-cache-disk-max", args->kv_cache_disk_max, "bytes of states on disk (least recently used go)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-min-tokens", args->kv_cache_min_tokens, "shortest state written to disk")
+      ->capture_default_str();
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--served-model-name", args->model_name, "the model's name in the API (default: the directory name)");
   // A test aid, hidden from --help: scripted completions forced through the token mask (see

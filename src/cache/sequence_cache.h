@@ -97,6 +97,7 @@ class SequenceCache {
   void release_unneeded();
   // The earliest length truncate() can still return to.
   int64_t min_truncate_length() const { return min_length_; }
+  void restore_min_truncate_length(int64_t n) { min_length_ = n; }  // (a state read back from disk)
 
   // Keeps every row (release_unneeded() releases nothing): the state after any length L <= length()
   // stays recoverable, so the prefix cache can cut this sequence anywhere.

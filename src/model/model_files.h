@@ -19,6 +19,9 @@ struct ModelFiles {
   bool has_mtp() const { return !weights.mtp.empty(); }
   // Bytes of all mapped weights.
   uint64_t weight_bytes() const;
+  // The checkpoint's identity (what states kept on disk are tied to): a hash of config.json and of
+  // every tensor's name, type, shape and first bytes.
+  uint64_t identity() const;
 
   // Throws Error naming the file, key or tensor at fault.
   static std::unique_ptr<ModelFiles> open(const std::filesystem::path& dir);

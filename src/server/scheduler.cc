@@ -71,6 +71,15 @@ Scheduler::Scheduler(Engine& engine, const text::Tokenizer& tokenizer, Scheduler
       decoder_(*engine.target, engine.proposer.get()),
       lean_(model_cache_footprint(engine.config(), engine.target->options().max_rollback)) {
   decoder_.set_prefill_chunk(options_.prefill_chunk);
+  if (options_.prefix_cache && !options_.kv_cache_dir.empty()) {
+    store_ = std::make_unique<PrefixStore>(
+        PrefixStore::Options{options_.kv_cache_dir, engine.files->identity(), options_.kv_cache_disk_max,
+                             options_.kv_cache_min_tokens},
+        decoder_, [](const std::string& line) { std::fprintf(stderr, "dsv4 serve: %s\n", line.c_str()); });
+    std::fprintf(stderr, "dsv4 serve: kv cache on disk: %s, %zu states of this checkpoint, %.2f GiB (at most %.2f)\n",
+                 options_.kv_cache_dir.string().c_str(), store_->files(), double(store_->bytes()) / double(1 << 30),
+                 double(options_.kv_cache_disk_max) / double(1 << 30));
+  }
   publish_metrics();
   thread_ = std::thread([this] { run(); });
 }
@@ -82,6 +91,9 @@ Scheduler::~Scheduler() {
   }
   wake_.notify_all();
   thread_.join();
+  // What the cache holds goes to disk, so that the next start finds it.
+  if (store_)
+    for (const SequenceState& s : prefix_cache_.entries()) to_disk(s, "shutdown");
 }
 
 std::shared_ptr<RequestChannel> Scheduler::submit(Job job) {
@@ -146,16 +158,26 @@ void Scheduler::admit(std::unique_lock<std::mutex>&) {
         a->job.options.reusable = a->job.options.keep_state = true;
         std::vector<PrefixSource> live;
         for (const auto& [id, other] : active_) live.push_back(decoder_.source(id));
-        const PrefixCache::Match m = prefix_cache_.find(a->job.prompt, live);
+        PrefixCache::Match m = prefix_cache_.find(a->job.prompt, live);
+        double load_seconds = -1;
+        if (store_ && store_->best_cut(a->job.prompt) > m.cut) {  // a longer prefix on disk
+          const Clock::time_point t0 = Clock::now();
+          if (std::optional<SequenceState> s = store_->load_best(a->job.prompt)) {
+            prefix_cache_.insert(std::move(*s));
+            m = prefix_cache_.find(a->job.prompt, live);
+            load_seconds = seconds(Clock::now() - t0);
+          }
+        }
         a->id = m.cut > 0 ? decoder_.add(a->job.prompt, a->job.options, m.source, m.cut)
                           : decoder_.add(a->job.prompt, a->job.options);
         a->cached_tokens = decoder_.reused(a->id);
         prefix_queries_ += int64_t(a->job.prompt.size());
         prefix_hits_ += a->cached_tokens;
         if (options_.log_requests)
-          std::fprintf(stderr, "dsv4 serve: request %lld: %zu prompt tokens, %lld reused (%s), %lld to prefill\n",
+          std::fprintf(stderr, "dsv4 serve: request %lld: %zu prompt tokens, %lld reused (%s%s), %lld to prefill\n",
                        (long long)++requests_, a->job.prompt.size(), (long long)a->cached_tokens,
                        a->cached_tokens == 0 ? "none" : m.live >= 0 ? "a running sequence's" : "the prefix cache's",
+                       load_seconds >= 0 ? (", read from disk in " + std::to_string(load_seconds) + " s").c_str() : "",
                        (long long)(int64_t(a->job.prompt.size()) - a->cached_tokens));
       } else {
         a->id = decoder_.add(a->job.prompt, a->job.options);
@@ -179,7 +201,7 @@ void Scheduler::drop_cancelled() {
       ++it;
       continue;
     }
-    keep(it->first);  // what it prefilled serves the next request that shares it
+    keep(it->first, 0);  // what it prefilled serves the next request that shares it
     decoder_.cancel(it->first);
     decoder_.release(it->first);
     ++finished_abort_;
@@ -236,7 +258,7 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     u.cached_tokens = a.cached_tokens;
     u.completion_tokens = a.completion_tokens;
     metrics_.observe_e2e(seconds(now - a.arrival));
-    keep(e.id);
+    keep(e.id, int64_t(a.job.prompt.size()));
     if (!e.finished) decoder_.cancel(e.id);  // a stop string ended it
     decoder_.release(e.id);
   }
@@ -267,16 +289,22 @@ void Scheduler::fail_all(const std::string& message) {
   publish_metrics();
 }
 
-void Scheduler::keep(SpeculativeDecoder::SequenceId id) {
-  if (options_.prefix_cache) prefix_cache_.insert(decoder_.take_state(id));
+void Scheduler::keep(SpeculativeDecoder::SequenceId id, int64_t prompt_tokens) {
+  if (!options_.prefix_cache) return;
+  SequenceState s = decoder_.take_state(id);
+  if (store_ && prompt_tokens >= options_.kv_cache_min_tokens) to_disk(s, "a long prompt");
+  prefix_cache_.insert(std::move(s));
+}
+
+void Scheduler::to_disk(const SequenceState& state, const char* why) {
+  if (store_ && state.cache) store_->save(state, why);
 }
 
 void Scheduler::enforce_memory() {
   if (!options_.prefix_cache) return;
   int64_t limit = options_.prefix_cache_bytes;
   for (const auto& [id, a] : active_) limit += lean_.at(decoder_.length(id));
-  while (decoder_.bytes_held() > limit && prefix_cache_.evict_oldest()) {
-  }
+  while (decoder_.bytes_held() > limit && !prefix_cache_.empty()) to_disk(prefix_cache_.take_oldest(), "evicted");
   if (decoder_.bytes_held() > limit) decoder_.stop_keeping_rows();
 }
 
@@ -303,6 +331,13 @@ void Scheduler::publish_metrics() {
   s.prefix_cache_hits = prefix_hits_;
   s.prefix_cache_entries = int64_t(prefix_cache_.size());
   s.prefix_cache_bytes = std::max<int64_t>(0, decoder_.bytes_held() - decoder_.running_bytes());
+  if (store_) {
+    s.kv_disk_bytes = store_->bytes();
+    s.kv_disk_files = int64_t(store_->files());
+    s.kv_disk_loads = store_->loads();
+    s.kv_disk_saves = store_->saves();
+    s.kv_disk_failures = store_->failures();
+  }
   for (CachePools* pools : {&engine_.target->pools(), engine_.mtp ? &engine_.mtp->pools() : nullptr,
                              engine_.dspark ? &engine_.dspark->pools() : nullptr}) {
     if (!pools) continue;

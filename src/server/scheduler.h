@@ -28,6 +28,7 @@
 #include "server/server_metrics.h"
 #include "server/text_stream.h"
 #include "speculative/prefix_cache.h"
+#include "speculative/prefix_store.h"
 #include "speculative/speculative_decoder.h"
 
 namespace dsv4::server {
@@ -82,6 +83,11 @@ struct SchedulerOptions {
   bool prefix_cache = true;
   int64_t prefix_cache_bytes = 0;            // beyond the running sequences' lean caches
   bool log_requests = false;                 // a line per request on stderr (reuse, prefill)
+  // The disk tier (none without a directory): states of at least kv_cache_min_tokens tokens are
+  // written when evicted, at shutdown and after a request whose prompt is that long.
+  std::filesystem::path kv_cache_dir;
+  int64_t kv_cache_disk_max = int64_t(32) << 30;
+  int64_t kv_cache_min_tokens = 1024;
 };
 
 class Scheduler {
@@ -101,7 +107,9 @@ class Scheduler {
   void deliver_tokens(const SpeculativeDecoder::Event& e);
   void fail_all(const std::string& message);
   void publish_metrics();
-  void keep(SpeculativeDecoder::SequenceId id);  // into the prefix cache (with the cache on)
+  // Into the prefix cache (with the cache on), and to disk when its prompt was long.
+  void keep(SpeculativeDecoder::SequenceId id, int64_t prompt_tokens);
+  void to_disk(const SequenceState& state, const char* why);
   void enforce_memory();
 
   Engine& engine_;
@@ -110,6 +118,7 @@ class Scheduler {
   ServerMetrics& metrics_;
   SpeculativeDecoder decoder_;
   PrefixCache prefix_cache_;                 // scheduler thread only
+  std::unique_ptr<PrefixStore> store_;       // the disk tier (scheduler thread only, after construction)
   CacheFootprint lean_;                      // one sequence's cache without kept rows, target and drafter
   int64_t prefix_queries_ = 0, prefix_hits_ = 0, requests_ = 0;
   std::map<SpeculativeDecoder::SequenceId, std::unique_ptr<Active>> active_;  // scheduler thread only

@@ -117,6 +117,14 @@ std::string ServerMetrics::render(const std::string& model_name) const {
   metric("dsv4:prefix_cache_entries", "gauge", "Sequences kept in the prefix cache.", double(s.prefix_cache_entries));
   metric("dsv4:prefix_cache_bytes", "gauge", "Bytes of cache blocks held by the prefix cache alone.",
          double(s.prefix_cache_bytes));
+  metric("dsv4:kv_cache_disk_bytes", "gauge", "Bytes of this checkpoint's states on disk (--kv-cache-dir).",
+         double(s.kv_disk_bytes));
+  metric("dsv4:kv_cache_disk_files", "gauge", "This checkpoint's states on disk.", double(s.kv_disk_files));
+  metric("dsv4:kv_cache_disk_loads_total", "counter", "States read from disk for a prompt.", double(s.kv_disk_loads));
+  metric("dsv4:kv_cache_disk_saves_total", "counter", "States written to disk.", double(s.kv_disk_saves));
+  metric("dsv4:kv_cache_disk_failures_total", "counter",
+         "Disk states skipped (truncated, corrupted, of another version or checkpoint) or not written.",
+         double(s.kv_disk_failures));
   metric("vllm:spec_decode_num_drafts_total", "counter", "Verification steps that checked drafts.", double(s.drafts));
   metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.", double(s.draft_tokens));
   metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.", double(s.accepted_tokens));

@@ -35,7 +35,8 @@ struct MetricsSnapshot {
   std::vector<int64_t> accepted_per_pos;
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / reused
   int64_t prefix_cache_entries = 0, prefix_cache_bytes = 0;
-  int64_t cache_bytes_running = 0;                          // held by running sequences (shared blocks in full)
+  int64_t cache_bytes_running = 0;
+  int64_t kv_disk_bytes = 0, kv_disk_files = 0, kv_disk_loads = 0, kv_disk_saves = 0, kv_disk_failures = 0;                          // held by running sequences (shared blocks in full)
 };
 
 class ServerMetrics {

@@ -41,6 +41,18 @@ std::unique_ptr<ProposerState> DSparkProposer::fork(const ProposerState& from, i
   return f;
 }
 
+bool DSparkProposer::save(const ProposerState& state, StateWriter& w) const {
+  write_cache(w, *static_cast<const State&>(state).rings);
+  return true;
+}
+
+std::unique_ptr<ProposerState> DSparkProposer::load(StateReader& r) {
+  auto s = std::make_unique<State>();
+  s->rings = drafter_.new_sequence();
+  read_cache(r, *s->rings);
+  return s;
+}
+
 void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) {
   const int64_t W = drafter_.window();
   std::vector<DSparkDrafter::Context> rows;

@@ -31,6 +31,8 @@ class DSparkProposer final : public DraftProposer {
   void accept(std::span<const Verified> verified, const Tensor& taps) override;
   void keep_all_rows(ProposerState& state, bool keep = true) override;
   int64_t bytes_held() const override;
+  bool save(const ProposerState& state, StateWriter& w) const override;
+  std::unique_ptr<ProposerState> load(StateReader& r) override;
   std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) override;
 
   const DSparkDrafter& drafter() const { return drafter_; }

@@ -47,6 +47,25 @@ std::unique_ptr<ProposerState> MtpProposer::fork(const ProposerState& from, int6
   return f;
 }
 
+bool MtpProposer::save(const ProposerState& state, StateWriter& w) const {
+  const State& s = static_cast<const State&>(state);
+  DSV4_CHECK(s.first_draft_position < 0, "mtp proposer: a state saved with a draft in flight");
+  write_cache(w, *s.cache);
+  write_table(w, s.streams);
+  w.put<int64_t>(s.streams_end);
+  return true;
+}
+
+std::unique_ptr<ProposerState> MtpProposer::load(StateReader& r) {
+  auto s = std::unique_ptr<State>(static_cast<State*>(new_state().release()));
+  read_cache(r, *s->cache);
+  read_table(r, s->streams);
+  s->streams_end = r.get<int64_t>();
+  DSV4_CHECK(s->streams_end >= s->cache->length() && s->streams_end <= s->streams.size(), r.path().string(),
+             ": an MTP state whose streams end at ", s->streams_end, " with ", s->cache->length(), " rows");
+  return s;
+}
+
 void MtpProposer::store(std::vector<RowTable*>& tables, std::vector<int64_t>& rows, const Tensor& streams) {
   const int64_t n = streams.numel() / width_;
   DSV4_CHECK(int64_t(tables.size()) == n, "mtp proposer: ", tables.size(), " rows for streams ", streams.shape_string());

@@ -35,6 +35,8 @@ class MtpProposer final : public DraftProposer {
   void accept(std::span<const Verified> verified, const Tensor& streams) override;
   void keep_all_rows(ProposerState& state, bool keep = true) override;
   int64_t bytes_held() const override;
+  bool save(const ProposerState& state, StateWriter& w) const override;
+  std::unique_ptr<ProposerState> load(StateReader& r) override;
   std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) override;
 
  private:

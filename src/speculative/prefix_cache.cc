@@ -9,14 +9,17 @@ int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   return int64_t(ia - a.begin());
 }
 
+int64_t usable_cut(std::span<const int32_t> tokens, int64_t length, int64_t min_length,
+                   std::span<const int32_t> prompt) {
+  if (prompt.empty()) return 0;
+  const int64_t shared = common_prefix(prompt, tokens);
+  const int64_t cut = std::min<int64_t>({shared - 1, length, int64_t(prompt.size()) - 1});
+  return cut > 0 && cut >= min_length ? cut : 0;
+}
+
 namespace {
-// The cut a state gives `prompt` (prefix_cache.h), none when the state no longer holds the rows of
-// that length.
-int64_t usable_cut(const PrefixSource& s, std::span<const int32_t> prompt) {
-  if (!s.cache || prompt.empty()) return 0;
-  const int64_t shared = common_prefix(prompt, s.tokens);
-  const int64_t cut = std::min<int64_t>({shared - 1, s.cache->length(), int64_t(prompt.size()) - 1});
-  return cut > 0 && cut >= s.cache->min_truncate_length() ? cut : 0;
+int64_t source_cut(const PrefixSource& s, std::span<const int32_t> prompt) {
+  return s.cache ? usable_cut(s.tokens, s.cache->length(), s.cache->min_truncate_length(), prompt) : 0;
 }
 }  // namespace
 
@@ -25,14 +28,14 @@ PrefixCache::Match PrefixCache::find(std::span<const int32_t> prompt, std::span<
   auto best_entry = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     const PrefixSource s{it->tokens, it->cache.get(), it->draft.get()};
-    const int64_t cut = usable_cut(s, prompt);
+    const int64_t cut = source_cut(s, prompt);
     if (cut > best.cut) {
       best = {s, cut, -1};
       best_entry = it;
     }
   }
   for (size_t i = 0; i < live.size(); ++i) {
-    const int64_t cut = usable_cut(live[i], prompt);
+    const int64_t cut = source_cut(live[i], prompt);
     if (cut > best.cut) {
       best = {live[i], cut, int64_t(i)};
       best_entry = entries_.end();
@@ -54,10 +57,11 @@ void PrefixCache::insert(SequenceState state) {
   entries_.push_front(std::move(state));
 }
 
-bool PrefixCache::evict_oldest() {
-  if (entries_.empty()) return false;
+SequenceState PrefixCache::take_oldest() {
+  if (entries_.empty()) return {};
+  SequenceState s = std::move(entries_.back());
   entries_.pop_back();
-  return true;
+  return s;
 }
 
 int64_t PrefixCache::tokens() const {

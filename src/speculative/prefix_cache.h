@@ -26,6 +26,10 @@ namespace dsv4 {
 
 // The number of leading tokens a and b share.
 int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+// The tokens a state that has read `tokens`, holds `length` of them and can be cut from
+// `min_length` on can give `prompt` (0: none; see above).
+int64_t usable_cut(std::span<const int32_t> tokens, int64_t length, int64_t min_length,
+                   std::span<const int32_t> prompt);
 
 class PrefixCache {
  public:
@@ -41,9 +45,11 @@ class PrefixCache {
 
   // Keeps a finished sequence's state (an empty one, or one of no tokens, is dropped).
   void insert(SequenceState state);
-  // Drops the least recently used entry; false when there is none.
-  bool evict_oldest();
+  // Takes out the least recently used entry (an empty state when there is none).
+  SequenceState take_oldest();
   void clear() { entries_.clear(); }
+  // The entries, most recently used first (for writing them out).
+  const std::list<SequenceState>& entries() const { return entries_; }
 
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "cache/state_file.h"
 #include "core/tensor.h"
 #include "speculative/sampler.h"
 #include "speculative/token_mask.h"
@@ -116,6 +117,11 @@ class DraftProposer {
   virtual void keep_all_rows(ProposerState&, bool keep = true) {}
   virtual int64_t bytes_held() const { return 0; }  // what all its states hold together
   virtual std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) { return nullptr; }
+  // The disk tier (cache/state_file.h): a state's rows written as stored, and read back into a new
+  // state (throwing, naming the file, where they do not fit this proposer). False / null: this
+  // proposer's states are not written.
+  virtual bool save(const ProposerState&, StateWriter&) const { return false; }
+  virtual std::unique_ptr<ProposerState> load(StateReader&) { return nullptr; }
 };
 
 }  // namespace dsv4

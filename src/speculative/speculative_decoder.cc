@@ -156,6 +156,32 @@ void SpeculativeDecoder::stop_keeping_rows() {
   }
 }
 
+void SpeculativeDecoder::save_state(const SequenceState& state, StateWriter& w) const {
+  DSV4_CHECK(state.cache, "decoder: saving an empty state");
+  w.put_ints(state.tokens);
+  write_cache(w, *state.cache);
+  // The proposer's state last: a reader without a proposer skips it (the checksum still covers it).
+  w.put<uint8_t>(state.draft && proposer_ ? 1 : 0);
+  if (state.draft && proposer_) proposer_->save(*state.draft, w);
+}
+
+SequenceState SpeculativeDecoder::load_state(StateReader& r) {
+  SequenceState s;
+  s.tokens = r.get_ints(target_.config().max_position_embeddings + 1);
+  s.cache = target_.new_sequence();
+  read_cache(r, *s.cache);
+  DSV4_CHECK(s.cache->length() < int64_t(s.tokens.size()), r.path().string(), ": a state of ", s.cache->length(),
+             " rows and ", s.tokens.size(), " tokens");
+  for (int32_t t : s.tokens)
+    DSV4_CHECK(t >= 0 && t < target_.config().vocab_size, r.path().string(), ": token ", t, " outside the vocabulary");
+  if (r.get<uint8_t>() != 0) {
+    if (proposer_) s.draft = proposer_->load(r);
+    else r.skip_to_checksum();
+  }
+  r.finish();
+  return s;
+}
+
 int64_t SpeculativeDecoder::running_bytes() const {
   int64_t total = 0;
   for (const auto& [id, s] : sequences_) {

@@ -127,6 +127,12 @@ class SpeculativeDecoder {
   // Memory pressure: the running sequences stop keeping rows no rollback needs (GenerateOptions::
   // reusable), from their next pass on; the prefix cache can then cut them only near their end.
   void stop_keeping_rows();
+  // The disk tier: a state's tokens, the target's caches and the proposer's state written as
+  // stored; read back as this decoder's (throws naming the file where it does not fit: another
+  // model, a truncated or corrupted file). A state read without this decoder's proposer, or
+  // written without one, comes back without a proposer state.
+  void save_state(const SequenceState& state, StateWriter& w) const;
+  SequenceState load_state(StateReader& r);
 
   // Continues a finished sequence that kept its state (GenerateOptions::keep_state): `tokens`
   // follow everything it holds (prompt and output), the next step() prefills them from where

@@ -264,7 +264,7 @@ TEST(PrefixCache, FindsTheLongestUsablePrefixAndEvictsTheLeastRecentlyUsed) {
   q.push_back((x[30] + 1) % int32_t(V));
   EXPECT_EQ(cache.find(q).cut, 29);             // x, now the most recently used
   EXPECT_EQ(cache.find(test::random_prompt(9, V, 3)).cut, 0);
-  ASSERT_TRUE(cache.evict_oldest());            // y goes
+  ASSERT_TRUE(cache.take_oldest().cache);       // y goes
   EXPECT_EQ(cache.find(y).cut, 0);
   EXPECT_EQ(cache.find(x).cut, 49);
   // A kept sequence that extends an entry replaces it.
