@@ -5,7 +5,15 @@
 // Input is read line by line from stdin; "/clear" starts over, "/exit" or end of input quits.
 // --prompt-file F makes the whole of F (a long document, say) the first user turn ('-': all of
 // stdin, and the chat ends after that reply).
+//
+// --kv-cache-dir DIR keeps the conversation's state on disk after every reply (the prefix
+// cache's disk tier, speculative/prefix_store.h) and its messages beside it; --resume goes on
+// with the last conversation kept there, prefilling only the new turn (a conversation resumed
+// tomorrow does not read its history again). Without --resume a new conversation still reuses
+// what it shares with a kept one (the same system prompt).
+#include <cinttypes>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -18,6 +26,8 @@
 #include "token_args.h"
 #include "speculative/context_limit.h"
 #include "engine/engine.h"
+#include "speculative/prefix_cache.h"
+#include "speculative/prefix_store.h"
 #include "speculative/speculative_decoder.h"
 #include "text/chat_format.h"
 
@@ -39,7 +49,55 @@ struct ChatArgs {
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   int64_t max_context = 0;  // 0: the model's maximum position
   GrammarArgs grammar;      // --json-schema / --grammar: every reply (after its reasoning)
+  std::string kv_cache_dir; // conversations kept on disk
+  bool resume = false;      // go on with the last one kept there
+  int64_t kv_cache_disk_max = int64_t(32) << 30;
 };
+
+// The conversation beside its state in the kv cache directory: its messages (the format's context
+// for the next turn), its tokens (what the state has read) and whether its last reply ended
+// without EOS (the next turn then begins with one).
+struct KeptChat {
+  nlohmann::ordered_json messages;
+  std::vector<int32_t> tokens;
+  bool needs_eos = false;
+};
+
+std::filesystem::path chat_file(const std::string& dir, uint64_t identity) {
+  char name[64];
+  std::snprintf(name, sizeof name, "chat-%016" PRIx64 ".json", identity);
+  return std::filesystem::path(dir) / name;
+}
+
+void write_chat(const std::filesystem::path& path, const KeptChat& c) {
+  const std::filesystem::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp);
+    out << nlohmann::ordered_json{{"messages", c.messages}, {"tokens", c.tokens}, {"needs_eos", c.needs_eos}}.dump();
+    if (!out.good()) {
+      std::fprintf(stderr, "dsv4 chat: %s: not written\n", temp.string().c_str());
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+}
+
+KeptChat read_chat(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  DSV4_CHECK(in.good(), path.string(), ": no conversation kept here to resume (run chat with --kv-cache-dir first)");
+  KeptChat c;
+  try {
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(in);
+    c.messages = j.at("messages");
+    c.tokens = j.at("tokens").get<std::vector<int32_t>>();
+    c.needs_eos = j.at("needs_eos").get<bool>();
+  } catch (const std::exception& e) {
+    throw Error(cat(path.string(), ": not a kept conversation (", e.what(), ")"));
+  }
+  DSV4_CHECK(c.messages.is_array() && !c.tokens.empty(), path.string(), ": an empty conversation");
+  return c;
+}
 
 // Streams one assistant turn: reasoning (thinking mode) until </think>, then the answer.
 class TurnPrinter {
@@ -102,6 +160,30 @@ int run_chat(const ChatArgs& a) {
   decoder.set_prefill_chunk(a.prefill_chunk);
   bool talking = false;  // a conversation sequence exists
   SpeculativeDecoder::SequenceId conversation = 0;
+  std::unique_ptr<PrefixStore> store;
+  std::optional<KeptChat> resumed;  // until the first turn takes it up
+  std::filesystem::path kept_path;
+  if (!a.kv_cache_dir.empty()) {
+    const uint64_t identity = engine->files->identity();
+    store = std::make_unique<PrefixStore>(PrefixStore::Options{a.kv_cache_dir, identity, a.kv_cache_disk_max, 1},
+                                          decoder, [](const std::string& l) { std::fprintf(stderr, "dsv4 chat: %s\n", l.c_str()); });
+    o.reusable = true;
+    kept_path = chat_file(a.kv_cache_dir, identity);
+    if (a.resume) {
+      resumed = read_chat(kept_path);
+      messages = resumed->messages;
+      std::printf("(resuming a conversation of %zu messages, %zu tokens)\n", messages.size(), resumed->tokens.size());
+    }
+  }
+  // The first turn's sequence: from the kept state it shares the most with, else cold.
+  auto start = [&](const std::vector<int32_t>& ids, const GenerateOptions& turn) {
+    if (store)
+      if (std::optional<SequenceState> s = store->load_best(ids)) {
+        const int64_t cut = usable_cut(s->tokens, s->length(), s->cache->min_truncate_length(), ids);
+        if (cut > 0) return decoder.add(ids, turn, view(*s), cut);
+      }
+    return decoder.add(ids, turn);
+  };
   auto forget = [&] {
     if (!talking) return;
     decoder.cancel(conversation);
@@ -132,7 +214,15 @@ int run_chat(const ChatArgs& a) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const nlohmann::ordered_json user = nlohmann::ordered_json::array({{{"role", "user"}, {"content", line}}});
     std::vector<int32_t> ids;
-    if (!talking) {  // the whole conversation so far (the system prompt), with the BOS token
+    if (resumed) {  // the kept conversation's tokens, then this turn continuing it
+      text::EncodeOptions continuing = encode;
+      continuing.context = messages;
+      ids = resumed->tokens;
+      if (resumed->needs_eos) ids.push_back(*o.eos);
+      const std::vector<int32_t> more = tok.encode(text::encode_messages(user, mode, continuing), /*add_bos=*/false);
+      ids.insert(ids.end(), more.begin(), more.end());
+      resumed.reset();
+    } else if (!talking) {  // the whole conversation so far (the system prompt), with the BOS token
       nlohmann::ordered_json all = messages;
       all.push_back(user[0]);
       ids = tok.encode(text::encode_messages(all, mode, encode), /*add_bos=*/false);
@@ -153,7 +243,7 @@ int run_chat(const ChatArgs& a) {
       turn.mask = mask.get();
     }
     if (talking) decoder.extend(conversation, ids, turn);
-    else conversation = decoder.add(ids, turn);
+    else conversation = start(ids, turn);
     if (mask) mask->begin(size_t(conversation), size_t(before) + ids.size());
     talking = true;
     TurnPrinter printer(tok, a.thinking);
@@ -173,6 +263,11 @@ int run_chat(const ChatArgs& a) {
       messages.push_back(text::parse_completion(completion, mode).to_json());
     } catch (const std::exception&) {  // cut off by --max-new-tokens: keep the raw text as the reply
       messages.push_back({{"role", "assistant"}, {"content", tok.decode(out.tokens, true)}});
+    }
+    if (store && talking) {  // the conversation as it stands, for a later --resume
+      const PrefixSource now = decoder.source(conversation);
+      store->save(now, "chat");
+      write_chat(kept_path, {messages, std::vector<int32_t>(now.tokens.begin(), now.tokens.end()), !out.stopped_at_eos});
     }
   }
   std::printf("\n%d turns, %lld tokens generated, %lld prompt tokens prefilled, decode %.2f tokens/s\n", turns,
@@ -214,6 +309,14 @@ void register_chat(CLI::App& app, CommandResult& result) {
                   "longest conversation in tokens (0 = the model's maximum); refused at start if its cache cannot "
                   "fit in available memory");
   add_grammar_options(cmd, args->grammar);
+  cmd->add_option("--kv-cache-dir", args->kv_cache_dir,
+                  "keep the conversation's state on disk after every reply (and reuse kept states a new conversation "
+                  "shares, such as its system prompt)");
+  cmd->add_option("--kv-cache-disk-max", args->kv_cache_disk_max, "bytes of states on disk (least recently used go)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_flag("--resume", args->resume, "go on with the last conversation kept in --kv-cache-dir")
+      ->needs("--kv-cache-dir");
   cmd->callback([args, &result] { result.exit_code = run_chat(*args); });
 }
 

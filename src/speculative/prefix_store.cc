@@ -149,14 +149,15 @@ void PrefixStore::drop(size_t i, const std::string& why) {
   index_.erase(index_.begin() + std::ptrdiff_t(i));
 }
 
-void PrefixStore::save(const SequenceState& state, const char* why) {
+void PrefixStore::save(const PrefixSource& state, const char* why) {
   if (!state.cache || int64_t(state.tokens.size()) < options_.min_tokens) return;
+  const std::vector<int32_t> tokens(state.tokens.begin(), state.tokens.end());
   for (File& f : index_)
-    if (f.tokens == state.tokens && f.length == state.cache->length()) {
+    if (f.tokens == tokens && f.length == state.cache->length()) {
       f.last_used = ++clock_;
       return;  // already on disk
     }
-  const std::string name = prefix() + hex(tokens_hash(state.tokens)) + ".kv";
+  const std::string name = prefix() + hex(tokens_hash(tokens)) + ".kv";
   const fs::path path = options_.dir / name;
   const fs::path temp = options_.dir / ("." + name + ".tmp-" + std::to_string(::getpid()));
   try {
@@ -178,22 +179,22 @@ void PrefixStore::save(const SequenceState& state, const char* why) {
     return;
   }
   ++saves_;
-  // Files it extends (its tokens begin with theirs, and it can be cut wherever they could) and a
-  // file of the same name are replaced by it.
+  // Files it supersedes are replaced by it: those whose cuts it offers too but for at most the
+  // last kSupersedeSlack tokens (a conversation's previous turn, whose last generated tokens the
+  // client resent otherwise), if it can be cut wherever they could; and a file of the same name.
   for (size_t i = index_.size(); i-- > 0;) {
     const File& f = index_[i];
     const bool same = f.path == path;
-    const bool extended = f.tokens.size() <= state.tokens.size() &&
-                          std::equal(f.tokens.begin(), f.tokens.end(), state.tokens.begin()) &&
-                          state.cache->min_truncate_length() <= f.min_length;
-    if (!same && !extended) continue;
+    const int64_t shared = common_prefix(f.tokens, tokens);
+    const bool superseded = shared - 1 >= f.length - kSupersedeSlack && state.cache->min_truncate_length() <= f.min_length;
+    if (!same && !superseded) continue;
     std::error_code ec;
     if (!same) fs::remove(f.path, ec);
     index_.erase(index_.begin() + std::ptrdiff_t(i));
   }
   File f;
   f.path = path;
-  f.tokens = state.tokens;
+  f.tokens = tokens;
   f.length = state.cache->length();
   f.min_length = state.cache->min_truncate_length();
   std::error_code ec;

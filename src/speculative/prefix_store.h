@@ -28,6 +28,8 @@ namespace dsv4 {
 class PrefixStore {
  public:
   static constexpr uint32_t kFormatVersion = 1;
+  // A file is replaced by a newer state that offers all its cuts but for at most this many tokens.
+  static constexpr int64_t kSupersedeSlack = 64;
   struct Options {
     std::filesystem::path dir;
     uint64_t checkpoint = 0;        // ModelFiles::identity()
@@ -43,9 +45,10 @@ class PrefixStore {
   int64_t best_cut(std::span<const int32_t> prompt) const;
   // That file's state, read and checked; nullopt (the file logged and removed) when it fails.
   std::optional<SequenceState> load_best(std::span<const int32_t> prompt);
-  // Writes a state of at least min_tokens tokens (not if a file holds the same tokens); files whose
-  // tokens it extends are removed, then the oldest beyond the budget. Failures are logged.
-  void save(const SequenceState& state, const char* why);
+  // Writes a state of at least min_tokens tokens (not if a file holds the same tokens); files it
+  // supersedes are removed, then the oldest beyond the budget. Failures are logged.
+  void save(const PrefixSource& state, const char* why);
+  void save(const SequenceState& state, const char* why) { save(view(state), why); }
 
   size_t files() const { return index_.size(); }
   int64_t bytes() const;

@@ -156,9 +156,9 @@ void SpeculativeDecoder::stop_keeping_rows() {
   }
 }
 
-void SpeculativeDecoder::save_state(const SequenceState& state, StateWriter& w) const {
+void SpeculativeDecoder::save_state(const PrefixSource& state, StateWriter& w) const {
   DSV4_CHECK(state.cache, "decoder: saving an empty state");
-  w.put_ints(state.tokens);
+  w.put_ints(std::vector<int32_t>(state.tokens.begin(), state.tokens.end()));
   write_cache(w, *state.cache);
   // The proposer's state last: a reader without a proposer skips it (the checksum still covers it).
   w.put<uint8_t>(state.draft && proposer_ ? 1 : 0);

@@ -89,6 +89,7 @@ struct PrefixSource {
   const SequenceCache* cache = nullptr;
   const ProposerState* draft = nullptr;
 };
+inline PrefixSource view(const SequenceState& s) { return {s.tokens, s.cache.get(), s.draft.get()}; }
 
 class SpeculativeDecoder {
  public:
@@ -131,7 +132,7 @@ class SpeculativeDecoder {
   // stored; read back as this decoder's (throws naming the file where it does not fit: another
   // model, a truncated or corrupted file). A state read without this decoder's proposer, or
   // written without one, comes back without a proposer state.
-  void save_state(const SequenceState& state, StateWriter& w) const;
+  void save_state(const PrefixSource& state, StateWriter& w) const;
   SequenceState load_state(StateReader& r);
 
   // Continues a finished sequence that kept its state (GenerateOptions::keep_state): `tokens`

@@ -63,6 +63,45 @@ TEST(TextIo, GeneratePromptStreamsTheDecodedText) {
   EXPECT_EQ(plain.out, out["text"].get<std::string>() + "\n");
 }
 
+// chat --kv-cache-dir keeps the conversation on disk after every reply; --resume goes on with it
+// in another run, prefilling only the new turn, and answers as one run holding all the turns.
+TEST(TextIo, ChatResumesAConversationKeptOnDisk) {
+  const auto dir = demo_checkpoint();
+  const auto kv = test::scratch_dir("chat-kv-" + std::to_string(::getpid()));
+  const std::string chat = std::string(DSV4_CLI) + " chat --model " + dir.string() + " --draft 2 --max-new-tokens 10";
+  auto answers = [](const std::string& out) {
+    std::vector<std::string> a;
+    for (size_t at = 0; (at = out.find("[answer] ", at)) != std::string::npos; at += 9)
+      a.push_back(out.substr(at + 9, out.find('\n', at) - at - 9));
+    return a;
+  };
+  auto prefilled = [](const std::string& out) {
+    const size_t at = out.find(" prompt tokens prefilled");
+    EXPECT_NE(at, std::string::npos) << out;
+    return at == std::string::npos ? -1 : std::stoll(out.substr(out.rfind(", ", at) + 2));
+  };
+  auto whole = test::run_shell("printf 'hello\\nhow are you\\nand then\\n' | " + chat);
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  auto first = test::run_shell("printf 'hello\\nhow are you\\n' | " + chat + " --kv-cache-dir " + kv.string());
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  auto resumed = test::run_shell("printf 'and then\\n' | " + chat + " --kv-cache-dir " + kv.string() + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("(resuming a conversation of 4 messages"), std::string::npos) << resumed.out;
+  ASSERT_EQ(answers(whole.out).size(), 3u) << whole.out;
+  ASSERT_EQ(answers(resumed.out).size(), 1u) << resumed.out;
+  EXPECT_EQ(answers(resumed.out)[0], answers(whole.out)[2]);
+  EXPECT_LE(prefilled(resumed.out), 12) << "only the new turn: " << resumed.out;
+  // A new conversation that begins as the kept one reuses it too (all but its prompt's last token).
+  auto again = test::run_shell("printf 'hello\\n' | " + chat + " --kv-cache-dir " + kv.string());
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(prefilled(again.out), 1) << again.out;
+  EXPECT_EQ(answers(again.out)[0], answers(whole.out)[0]);
+  // Nothing kept: --resume says so.
+  auto none = test::run_shell("printf 'x\\n' | " + chat + " --kv-cache-dir " + (kv / "empty").string() + " --resume");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.out.find("no conversation kept here"), std::string::npos) << none.out;
+}
+
 TEST(TextIo, ChatReadsTurnsFromStdin) {
   const auto dir = demo_checkpoint();
   auto r = test::run_shell("printf 'hello\\nhow are you\\n/clear\\nagain\\n' | " + std::string(DSV4_CLI) +

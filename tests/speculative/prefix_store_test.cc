@@ -150,6 +150,31 @@ TEST(PrefixStore, BadFilesAreSkippedLoggedAndRemovedNeverUsed) {
   damaged("checksum_cut", [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 3); }, false);
 }
 
+// A conversation's next turn supersedes the file of the one before (which it shares but for the
+// last tokens generated there); a state that shares less is kept beside it.
+TEST(PrefixStore, ANextTurnReplacesTheFileOfThePreviousOne) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  const int64_t V = engine->config().vocab_size;
+  const uint64_t id = engine->files->identity();
+  SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  const SequenceState first = kept_state(decoder, test::random_prompt(150, V, 51));
+  std::vector<int32_t> next(first.tokens.begin(), first.tokens.end() - 3);  // the client resent other last tokens
+  for (int32_t t : test::random_prompt(40, V, 52)) next.push_back(t);
+  const SequenceState second = kept_state(decoder, next);
+  std::vector<int32_t> other(first.tokens.begin(), first.tokens.begin() + 100);
+  for (int32_t t : test::random_prompt(80, V, 53)) other.push_back(t);
+  const SequenceState third = kept_state(decoder, other);
+  Logged log;
+  PrefixStore store({fresh_dir("turns"), id, int64_t(1) << 30, 100}, decoder, log.log());
+  store.save(first, "test");
+  store.save(second, "test");
+  EXPECT_EQ(store.files(), 1u);
+  EXPECT_EQ(store.best_cut(first.tokens), int64_t(first.tokens.size()) - 4);  // all the second shares with it
+  store.save(third, "test");
+  EXPECT_EQ(store.files(), 2u);
+  EXPECT_EQ(store.best_cut(next), int64_t(next.size()) - 1);
+}
+
 TEST(PrefixStore, ADirectorySharedByTwoCheckpointsAndOneThatCannotBeWritten) {
   auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
   const int64_t V = engine->config().vocab_size;

@@ -3,12 +3,14 @@
 // cached_tokens) and answers exactly what a server without the cache answers — tokens and
 // logprobs, greedy and seeded sampling, with drafts; concurrent requests sharing a prefix, one
 // cancelled mid-prefill, are unaffected; the metrics count the reuse.
-// Usage: node prefix_test.mjs <server with the cache> <server with --no-prefix-cache>
+// A server whose cache may hold almost nothing (--prefix-cache-memory 1M) evicts, stops keeping
+// rows, and still answers exactly.
+// Usage: node prefix_test.mjs <server with the cache> <server with --no-prefix-cache> <server with 1M>
 import assert from 'node:assert/strict';
 import { client, ids, metrics, rng, runTests } from './common.mjs';
 
-const [base, coldBase] = process.argv.slice(2);
-const api = client(base), cold = client(coldBase);
+const [base, coldBase, tightBase] = process.argv.slice(2);
+const api = client(base), cold = client(coldBase), tight = client(tightBase);
 const model = (await api.models.list()).data[0].id;
 const random = rng(11);
 const tokens = (n) => Array.from({ length: n }, () => 1 + Math.floor(random() * 300));
@@ -50,6 +52,19 @@ await runTests([
     const queries = after.sum('vllm:prefix_cache_queries_total') - before.sum('vllm:prefix_cache_queries_total');
     assert.ok(hits > 0 && hits < queries, `hits ${hits} of ${queries} tokens`);
     assert.ok(after.sum('dsv4:prefix_cache_bytes') > 0 && after.sum('dsv4:prefix_cache_entries') > 0);
+  }],
+  ['under memory pressure the cache evicts and stays exact', async () => {
+    let conversation = tokens(400);
+    for (let turn = 0; turn < 3; turn++) {
+      const [got, want] = await Promise.all([complete(tight, conversation, { draft_tokens: 2 }),
+                                             complete(cold, conversation, { draft_tokens: 2 })]);
+      assert.deepEqual(got.tokens, want.tokens, `turn ${turn}`);
+      assert.deepEqual(got.logprobs, want.logprobs, `turn ${turn}`);
+      conversation = [...conversation, ...got.tokens, ...tokens(30)];
+    }
+    const m = await metrics(tightBase);
+    assert.ok(m.sum('dsv4:prefix_cache_bytes') <= 1 << 20, `holds ${m.sum('dsv4:prefix_cache_bytes')} bytes`);
+    assert.equal(m.sum('dsv4:prefix_cache_entries'), 0, 'every kept state evicted');
   }],
   ['concurrent requests sharing a prefix, one cancelled mid-prefill, are exact', async () => {
     const system = tokens(600);

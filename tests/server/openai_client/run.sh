@@ -93,9 +93,12 @@ if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || st
 if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then
   start_server cold.log --draft 2 --max-sequences 4 --max-context 4096 --no-prefix-cache
+  start_server tight.log --draft 2 --max-sequences 4 --max-context 4096 --prefix-cache-memory 1M
   coldport=$(server_port cold.log)
-  node prefix_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$coldport" || status=$?
-  kill "${pids[-1]}"
+  tightport=$(server_port tight.log)
+  node prefix_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$coldport" "http://127.0.0.1:$tightport" ||
+    { status=$?; echo "--- tight server log"; tail -20 tight.log; }
+  kill "${pids[-1]}" "${pids[-2]}"
 fi
 if [ $status -eq 0 ]; then
   MODEL=ckpt-dspark start_server dspark.log --draft auto --max-sequences 4 --max-context 2048
