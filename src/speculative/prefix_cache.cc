@@ -64,10 +64,4 @@ SequenceState PrefixCache::take_oldest() {
   return s;
 }
 
-int64_t PrefixCache::tokens() const {
-  int64_t n = 0;
-  for (const SequenceState& e : entries_) n += int64_t(e.tokens.size());
-  return n;
-}
-
 }  // namespace dsv4

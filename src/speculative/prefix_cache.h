@@ -53,7 +53,6 @@ class PrefixCache {
 
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
-  int64_t tokens() const;  // summed over the entries
 
  private:
   std::list<SequenceState> entries_;  // most recently used first
