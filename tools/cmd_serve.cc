@@ -113,7 +113,10 @@ int run_serve(const ServeArgs& a) {
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
     if (!a.force_output_file.empty())
       forced = std::make_unique<server::ForcedOutputs>(server::ForcedOutputs::load(a.force_output_file, *tok));
-    server::SchedulerOptions so{a.max_sequences, a.max_waiting, a.prefill_chunk};
+    server::SchedulerOptions so;
+    so.max_sequences = a.max_sequences;
+    so.max_waiting = a.max_waiting;
+    so.prefill_chunk = a.prefill_chunk;
     so.prefix_cache = !a.no_prefix_cache;
     so.log_requests = true;
     so.kv_cache_dir = a.kv_cache_dir;

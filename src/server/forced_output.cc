@@ -28,10 +28,19 @@ ForcedOutputs ForcedOutputs::load(const std::filesystem::path& file, const text:
   DSV4_CHECK(rules.is_array(), file.string(), ": expected an array of {\"prompt_contains\", \"output\"}");
   ForcedOutputs out;
   for (const auto& r : rules) {
+    const auto output = r.is_object() ? r.find("output") : r.end();
+    const bool pieces = output != r.end() && output->is_array() &&
+                        std::all_of(output->begin(), output->end(), [](const auto& p) { return p.is_string(); });
     DSV4_CHECK(r.is_object() && r.contains("prompt_contains") && r["prompt_contains"].is_string() &&
-                   r.contains("output") && r["output"].is_string(),
-               file.string(), ": each rule needs the strings \"prompt_contains\" and \"output\", got ", r.dump());
-    out.rules_.push_back({r["prompt_contains"], tokenizer.encode(r["output"].get<std::string>(), false)});
+                   output != r.end() && (output->is_string() || pieces),
+               file.string(), ": each rule needs the string \"prompt_contains\" and \"output\", a string or strings, got ",
+               r.dump());
+    std::vector<int32_t> tokens;
+    for (const auto& piece : pieces ? *output : nlohmann::json::array({*output})) {
+      const std::vector<int32_t> more = tokenizer.encode(piece.get<std::string>(), false);
+      tokens.insert(tokens.end(), more.begin(), more.end());
+    }
+    out.rules_.push_back({r["prompt_contains"], std::move(tokens)});
   }
   return out;
 }

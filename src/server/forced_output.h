@@ -5,6 +5,8 @@
 //
 // F is a JSON array of {"prompt_contains": TEXT, "output": TEXT}: a request whose prompt
 // text contains TEXT gets that output (the first rule that matches), then the stop token.
+// "output" may also be an array of strings, each tokenized alone: a tokenization other than the
+// tokenizer's own choice, as a model may sample.
 #pragma once
 #include <filesystem>
 #include <memory>

@@ -7,7 +7,12 @@
 #include <httplib.h>
 
 #include "server/openai_protocol.h"
+#include "server/anthropic_api.h"
+#include "server/anthropic_writer.h"
 #include "server/response_json.h"
+#include "server/responses_api.h"
+#include "server/responses_writer.h"
+#include "server/sampled_turns.h"
 #include "server/structured_output.h"
 
 namespace dsv4::server {
@@ -43,20 +48,14 @@ int64_t generation_budget(const GenerationRequest& r, int64_t limit) {
   return r.max_tokens.value_or(limit - P);
 }
 
-// What a streamed response's content provider keeps between calls.
-struct StreamState {
-  std::shared_ptr<RequestChannel> channel;
-  ResponseWriter writer;
-  bool include_usage = false;
-};
-
 // A non-streamed request that runs longer than this is answered in chunks (see answer_whole).
 constexpr auto kWholeWait = std::chrono::milliseconds(500);
 
-// What a non-streamed response keeps while its request runs.
-struct WholeState {
+// What a response keeps while its request runs: the channel, the protocol's writer and, for a
+// whole answer, every update merged.
+struct ReplyState {
   std::shared_ptr<RequestChannel> channel;
-  ResponseWriter writer;
+  std::shared_ptr<ReplyWriter> writer;
   Update all;
   bool any = false;
 
@@ -69,11 +68,21 @@ struct WholeState {
     any = true;
     return true;
   }
-  std::string body() {
-    if (!all.error.empty()) return json_text(ApiError(500, all.error, "server_error").to_json());
-    return json_text(writer.complete(all));
-  }
+  std::string body() { return all.error.empty() ? writer->whole(all) : writer->failure_body(all.error); }
 };
+
+// Which envelope errors come back in.
+enum class ErrorShape { OpenAi, Anthropic };
+
+void send_error(httplib::Response& res, const ApiError& e, ErrorShape shape) {
+  if (shape == ErrorShape::OpenAi) {
+    send_error(res, e);
+    return;
+  }
+  res.status = anthropic_status(e);
+  if (e.status() == 503) res.set_header("Retry-After", "1");
+  res.set_content(json_text(anthropic_error(e)), "application/json");
+}
 
 }  // namespace
 
@@ -85,6 +94,7 @@ struct HttpServer::Impl {
   ModelService service;
   std::once_flag vocabularies_made;
   std::unique_ptr<GrammarVocabularies> grammar_vocabularies;  // structured output, made on first use
+  std::unique_ptr<SampledTurns> turns;  // what the model wrote for the replies sent (stable prompts)
 
   GrammarVocabularies& vocabularies(const ModelService& m) {
     std::call_once(vocabularies_made, [&] {
@@ -102,15 +112,16 @@ struct HttpServer::Impl {
   }
 
   // Every handler answers an OpenAI-shaped error instead of throwing.
-  httplib::Server::Handler guarded(void (Impl::*handler)(const httplib::Request&, httplib::Response&)) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+  httplib::Server::Handler guarded(void (Impl::*handler)(const httplib::Request&, httplib::Response&),
+                                   ErrorShape shape = ErrorShape::OpenAi) {
+    return [this, handler, shape](const httplib::Request& req, httplib::Response& res) {
       try {
         (this->*handler)(req, res);
       } catch (const ApiError& e) {
         if (e.status() >= 400 && e.status() < 500) metrics.count_bad_request();
-        send_error(res, e);
+        send_error(res, e, shape);
       } catch (const std::exception& e) {
-        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"), shape);
       }
     };
   }
@@ -136,8 +147,11 @@ struct HttpServer::Impl {
     const ModelService& m = model();
     const Json body = parse_body(req.body);
     std::vector<int32_t> tokens;
+    int sampled_turns = 0;
     if (body.contains("messages")) {
-      tokens = parse_chat_request(body, *m.tokenizer, m.engine->config().vocab_size).prompt;
+      GenerationRequest r = parse_chat_request(body, *m.tokenizer, m.engine->config().vocab_size, turns.get());
+      tokens = std::move(r.prompt);
+      sampled_turns = r.sampled_turns;
     } else {
       if (!body.contains("prompt") || !body["prompt"].is_string())
         throw invalid_field("prompt", "'prompt' (a string) or 'messages' is required");
@@ -151,8 +165,9 @@ struct HttpServer::Impl {
         throw invalid_field("prompt", e.what());
       }
     }
-    res.set_content(json_text({{"count", tokens.size()}, {"max_model_len", m.context_limit}, {"tokens", tokens}}),
-                    "application/json");
+    Json answer = {{"count", tokens.size()}, {"max_model_len", m.context_limit}, {"tokens", tokens}};
+    if (body.contains("messages")) answer["sampled_turns"] = sampled_turns;  // (extension)
+    res.set_content(json_text(answer), "application/json");
   }
 
   void detokenize(const httplib::Request& req, httplib::Response& res) {
@@ -208,39 +223,72 @@ struct HttpServer::Impl {
     const ModelService& m = model();
     const Json body = parse_body(req.body);
     const int64_t vocab = m.engine->config().vocab_size;
-    const GenerationRequest r = endpoint == Endpoint::Chat ? parse_chat_request(body, *m.tokenizer, vocab)
+    const GenerationRequest r = endpoint == Endpoint::Chat ? parse_chat_request(body, *m.tokenizer, vocab, turns.get())
                                                            : parse_completion_request(body, *m.tokenizer, vocab);
-    if (!r.model.empty() && r.model != options.model_name)
-      throw ApiError(404, "The model `" + r.model + "` does not exist.", "invalid_request_error", "model",
-                     "model_not_found");
-    std::shared_ptr<RequestChannel> channel = m.scheduler->submit(make_job(r, m));
+    check_model(r.model);
+    metrics.count_request(endpoint == Endpoint::Chat ? "chat" : "completions");
+    answer(r, m, std::make_shared<ResponseWriter>(r, options.model_name, *m.tokenizer, turns.get()), res);
+  }
+
+  void check_model(const std::string& name) const {
+    if (!name.empty() && name != options.model_name)
+      throw ApiError(404, "The model `" + name + "` does not exist.", "invalid_request_error", "model", "model_not_found");
+  }
+
+  // Anthropic Messages. (Any model name is taken: Claude Code asks for several of its own.)
+  void messages(const httplib::Request& req, httplib::Response& res) {
+    const ModelService& m = model();
+    const GenerationRequest r = parse_chat_request(chat_body_from_messages(parse_body(req.body), false), *m.tokenizer,
+                                                   m.engine->config().vocab_size, turns.get());
+    metrics.count_request("messages");
+    answer(r, m, std::make_shared<AnthropicWriter>(r, options.model_name, turns.get()), res);
+  }
+
+  void count_tokens(const httplib::Request& req, httplib::Response& res) {
+    const ModelService& m = model();
+    const GenerationRequest r = parse_chat_request(chat_body_from_messages(parse_body(req.body), true), *m.tokenizer,
+                                                   m.engine->config().vocab_size, turns.get());
+    metrics.count_request("count_tokens");
+    res.set_content(json_text({{"input_tokens", r.prompt.size()}}), "application/json");
+  }
+
+  // OpenAI Responses.
+  void responses(const httplib::Request& req, httplib::Response& res) {
+    const ModelService& m = model();
+    const GenerationRequest r = parse_chat_request(chat_body_from_responses(parse_body(req.body)), *m.tokenizer,
+                                                   m.engine->config().vocab_size, turns.get());
+    check_model(r.model);
+    metrics.count_request("responses");
+    answer(r, m, std::make_shared<ResponsesWriter>(r, options.model_name, turns.get(), m.tokenizer->token_id("</think>")), res);
+  }
+
+  // Submits the request to the scheduler and answers it through `writer`, streamed or whole.
+  void answer(const GenerationRequest& r, const ModelService& m, std::shared_ptr<ReplyWriter> writer,
+              httplib::Response& res) {
+    auto state = std::make_shared<ReplyState>(ReplyState{m.scheduler->submit(make_job(r, m)), std::move(writer), {}, false});
     if (!r.stream) {
-      answer_whole(r, m, std::move(channel), res);
+      answer_whole(std::move(state), res);
       return;
     }
-    auto state = std::make_shared<StreamState>(StreamState{channel, ResponseWriter(r, options.model_name, *m.tokenizer),
-                                                           r.include_usage});
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
         [state](size_t, httplib::DataSink& sink) {
           Update u;
           std::string out;
-          if (!state->channel->take(u, kHeartbeat)) {
-            out = ": keep-alive\n\n";
-          } else if (!u.error.empty()) {
-            out = "data: " + json_text(ApiError(500, u.error, "server_error").to_json()) + "\n\ndata: [DONE]\n\n";
-            u.finished = true;
-          } else {
-            try {  // (the provider runs outside the handler's exception handler: nothing may escape)
-              for (const Json& chunk : state->writer.chunks(u)) out += "data: " + json_text(chunk) + "\n\n";
-              if (u.finished && state->include_usage) out += "data: " + json_text(state->writer.usage_chunk(u)) + "\n\n";
-            } catch (const std::exception& e) {
-              out = "data: " + json_text(ApiError(500, e.what(), "server_error").to_json()) + "\n\n";
-              state->channel->cancel();
+          try {  // (the provider runs outside the handler's exception handler: nothing may escape)
+            if (!state->channel->take(u, kHeartbeat)) {
+              out = state->writer->heartbeat();
+            } else if (!u.error.empty()) {
+              out = state->writer->failure(u.error);
               u.finished = true;
+            } else {
+              out = state->writer->events(u);
             }
-            if (u.finished) out += "data: [DONE]\n\n";
+          } catch (const std::exception& e) {
+            out = state->writer->failure(e.what());
+            state->channel->cancel();
+            u.finished = true;
           }
           if (!out.empty() && !sink.write(out.data(), out.size())) {
             state->channel->cancel();  // the client is gone
@@ -256,11 +304,9 @@ struct HttpServer::Impl {
   // a longer one is answered in chunks: whitespace (valid before JSON) every kHeartbeat while
   // it runs — a write that fails means the client has gone, and its sequence is cancelled —
   // then the JSON. (Past that point an internal failure can only be an error body, status 200.)
-  void answer_whole(const GenerationRequest& r, const ModelService& m, std::shared_ptr<RequestChannel> channel,
-                    httplib::Response& res) {
-    auto state = std::make_shared<WholeState>(WholeState{channel, ResponseWriter(r, options.model_name, *m.tokenizer), {}, false});
+  void answer_whole(std::shared_ptr<ReplyState> state, httplib::Response& res) {
     const auto until = std::chrono::steady_clock::now() + kWholeWait;
-    while (!state->all.finished && std::chrono::steady_clock::now() < until) state->add_from(*channel, kHeartbeat);
+    while (!state->all.finished && std::chrono::steady_clock::now() < until) state->add_from(*state->channel, kHeartbeat);
     if (state->all.finished) {
       if (!state->all.error.empty()) throw ApiError(500, state->all.error, "server_error");
       res.set_content(state->body(), "application/json");
@@ -274,7 +320,7 @@ struct HttpServer::Impl {
             try {  // (the provider runs outside the handler's exception handler: nothing may escape)
               out = state->body();
             } catch (const std::exception& e) {
-              out = json_text(ApiError(500, e.what(), "server_error").to_json());
+              out = state->writer->failure_body(e.what());
             }
           }
           if (!sink.write(out.data(), out.size())) {
@@ -291,9 +337,12 @@ struct HttpServer::Impl {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (options.api_key.empty() || req.path == "/health" || req.path == "/metrics")
         return httplib::Server::HandlerResponse::Unhandled;
-      if (req.get_header_value("Authorization") == "Bearer " + options.api_key)
+      // OpenAI's clients send Authorization: Bearer, Anthropic's x-api-key.
+      if (req.get_header_value("Authorization") == "Bearer " + options.api_key ||
+          req.get_header_value("x-api-key") == options.api_key)
         return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, ApiError(401, "Incorrect API key provided.", "invalid_request_error", "", "invalid_api_key"));
+      send_error(res, ApiError(401, "Incorrect API key provided.", "invalid_request_error", "", "invalid_api_key"),
+                 req.path.starts_with("/v1/messages") ? ErrorShape::Anthropic : ErrorShape::OpenAi);
       return httplib::Server::HandlerResponse::Handled;
     });
     // Unknown routes and httplib's own errors get an OpenAI-shaped body too (ours already have one).
@@ -321,6 +370,9 @@ struct HttpServer::Impl {
     server.Post("/detokenize", guarded(&Impl::detokenize));
     server.Post("/v1/chat/completions", guarded(&Impl::chat));
     server.Post("/v1/completions", guarded(&Impl::completions));
+    server.Post("/v1/messages", guarded(&Impl::messages, ErrorShape::Anthropic));
+    server.Post("/v1/messages/count_tokens", guarded(&Impl::count_tokens, ErrorShape::Anthropic));
+    server.Post("/v1/responses", guarded(&Impl::responses));
     const int threads = options.pool_threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     server.set_payload_max_length(size_t(64) << 20);
@@ -347,6 +399,7 @@ void HttpServer::stop() { impl_->server.stop(); }
 
 void HttpServer::ready(const ModelService& service) {
   impl_->service = service;
+  impl_->turns = std::make_unique<SampledTurns>(*service.tokenizer, service.eos);
   impl_->is_ready.store(true, std::memory_order_release);
 }
 

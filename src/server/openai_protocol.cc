@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "server/sampled_turns.h"
 #include "server/structured_output.h"
 #include "text/chat_format.h"
 
@@ -43,16 +44,15 @@ Json parse_body(const std::string& body) {
   }
 }
 
-namespace {
-
-// A present, non-null field.
-const Json* field(const Json& body, const char* key) {
-  auto it = body.find(key);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
+const Json* present(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+namespace {
+
 std::optional<double> number_field(const Json& body, const char* key, double lo, double hi) {
-  const Json* v = field(body, key);
+  const Json* v = present(body, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) throw invalid_field(key, std::string("'") + key + "' must be a number, got " + v->dump());
   const double x = v->get<double>();
@@ -63,7 +63,7 @@ std::optional<double> number_field(const Json& body, const char* key, double lo,
 }
 
 std::optional<int64_t> int_field(const Json& body, const char* key, int64_t lo, int64_t hi) {
-  const Json* v = field(body, key);
+  const Json* v = present(body, key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer())
     throw invalid_field(key, std::string("'") + key + "' must be an integer, got " + v->dump());
@@ -77,14 +77,14 @@ std::optional<int64_t> int_field(const Json& body, const char* key, int64_t lo, 
 }
 
 std::optional<bool> bool_field(const Json& body, const char* key) {
-  const Json* v = field(body, key);
+  const Json* v = present(body, key);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) throw invalid_field(key, std::string("'") + key + "' must be a boolean, got " + v->dump());
   return v->get<bool>();
 }
 
 std::optional<std::string> string_field(const Json& body, const char* key) {
-  const Json* v = field(body, key);
+  const Json* v = present(body, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) throw invalid_field(key, std::string("'") + key + "' must be a string, got " + v->dump());
   return v->get<std::string>();
@@ -97,12 +97,12 @@ void reject_unsupported(const Json& body) {
   for (const char* penalty : {"presence_penalty", "frequency_penalty"})
     if (auto p = number_field(body, penalty, -2, 2); p && *p != 0)
       throw invalid_field(penalty, std::string(penalty) + " is not supported (only 0)");
-  if (const Json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
+  if (const Json* bias = present(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
     throw invalid_field("logit_bias", "logit_bias is not supported");
   if (auto best_of = int_field(body, "best_of", 1, INT64_MAX); best_of && *best_of != 1)
     throw invalid_field("best_of", "only best_of = 1 is supported");
   if (bool_field(body, "echo").value_or(false)) throw invalid_field("echo", "echo is not supported");
-  if (field(body, "suffix")) throw invalid_field("suffix", "suffix is not supported");
+  if (present(body, "suffix")) throw invalid_field("suffix", "suffix is not supported");
 }
 
 // The fields both endpoints share: sampling, limits, stop strings, streaming, extensions.
@@ -119,7 +119,7 @@ void parse_common(const Json& body, GenerationRequest& r) {
   r.max_tokens = int_field(body, "max_completion_tokens", 1, INT64_MAX);
   if (!r.max_tokens) r.max_tokens = int_field(body, "max_tokens", 1, INT64_MAX);
 
-  if (const Json* stop = field(body, "stop")) {
+  if (const Json* stop = present(body, "stop")) {
     if (stop->is_string()) r.stop.push_back(stop->get<std::string>());
     else if (stop->is_array()) {
       for (const Json& s : *stop) {
@@ -133,12 +133,12 @@ void parse_common(const Json& body, GenerationRequest& r) {
       if (s.empty()) throw invalid_field("stop", "stop strings must not be empty");
   }
   r.stream = bool_field(body, "stream").value_or(false);
-  if (const Json* options = field(body, "stream_options")) {
+  if (const Json* options = present(body, "stream_options")) {
     if (!options->is_object()) throw invalid_field("stream_options", "'stream_options' must be an object");
     if (!r.stream) throw invalid_field("stream_options", "'stream_options' is only allowed with stream: true");
     r.include_usage = bool_field(*options, "include_usage").value_or(false);
   }
-  if (const Json* d = field(body, "draft_tokens"); d && d->is_string()) {
+  if (const Json* d = present(body, "draft_tokens"); d && d->is_string()) {
     if (d->get<std::string>() != "auto") throw invalid_field("draft_tokens", "'draft_tokens' must be \"auto\" or an integer 0..15");
     r.draft_tokens = DraftLength{0, true};
   } else if (auto k = int_field(body, "draft_tokens", 0, 15)) {
@@ -177,7 +177,7 @@ Json message_content(const Json& content, size_t index) {
 }
 
 Json chat_messages(const Json& body) {
-  const Json* messages = field(body, "messages");
+  const Json* messages = present(body, "messages");
   if (!messages) throw invalid_field("messages", "'messages' is required");
   if (!messages->is_array()) throw invalid_field("messages", "'messages' must be an array");
   if (messages->empty()) throw invalid_field("messages", "'messages' must not be empty");
@@ -202,7 +202,7 @@ Json chat_messages(const Json& body) {
 
 // `tools` go on the first system message, where the V4 format renders them.
 bool attach_tools(const Json& body, Json& messages) {
-  const Json* tools = field(body, "tools");
+  const Json* tools = present(body, "tools");
   if (!tools) return false;
   if (!tools->is_array()) throw invalid_field("tools", "'tools' must be an array");
   std::vector<std::string> names;
@@ -212,7 +212,7 @@ bool attach_tools(const Json& body, Json& messages) {
       throw invalid_field("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
     names.push_back(t["function"]["name"]);
   }
-  if (const Json* choice = field(body, "tool_choice")) {
+  if (const Json* choice = present(body, "tool_choice")) {
     if (choice->is_string()) {
       const std::string c = *choice;
       if (c == "none") return false;
@@ -245,7 +245,7 @@ bool thinking_mode(const Json& body, std::optional<std::string>& effort) {
     else if (*e == "max" || *e == "xhigh") { thinking = true; effort = "max"; }
     else throw invalid_field("reasoning_effort", "unknown reasoning_effort '" + *e + "'");
   }
-  if (const Json* kwargs = field(body, "chat_template_kwargs")) {
+  if (const Json* kwargs = present(body, "chat_template_kwargs")) {
     if (!kwargs->is_object()) throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const char* key : {"thinking", "enable_thinking"})
       if (auto t = bool_field(*kwargs, key)) thinking = *t;
@@ -256,12 +256,13 @@ bool thinking_mode(const Json& body, std::optional<std::string>& effort) {
 
 }  // namespace
 
-GenerationRequest parse_chat_request(const Json& body, const text::Tokenizer& tokenizer, int64_t vocab_size) {
+GenerationRequest parse_chat_request(const Json& body, const text::Tokenizer& tokenizer, int64_t vocab_size,
+                                     const SampledTurns* turns) {
   GenerationRequest r;
   r.endpoint = Endpoint::Chat;
   parse_common(body, r);
   r.skip_special_tokens = false;  // the format's markers are parsed from the text
-  if (const Json* lp = field(body, "logprobs")) {
+  if (const Json* lp = present(body, "logprobs")) {
     if (!lp->is_boolean()) throw invalid_field("logprobs", "'logprobs' must be a boolean");
     if (lp->get<bool>()) r.top_logprobs = 0;
   }
@@ -281,8 +282,16 @@ GenerationRequest parse_chat_request(const Json& body, const text::Tokenizer& to
   text::EncodeOptions options;
   options.reasoning_effort = effort;
   try {
-    r.prompt_text = text::encode_messages(messages, r.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat, options);
-    r.prompt = tokenizer.encode(r.prompt_text, /*add_bos=*/false);  // the text carries the BOS token
+    const text::ChatMode mode = r.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
+    if (turns) {
+      StablePrompt p = turns->encode(messages, mode, options);
+      r.prompt_text = std::move(p.text);
+      r.prompt = std::move(p.tokens);
+      r.sampled_turns = p.sampled_turns;
+    } else {
+      r.prompt_text = text::encode_messages(messages, mode, options);
+      r.prompt = tokenizer.encode(r.prompt_text, /*add_bos=*/false);  // the text carries the BOS token
+    }
   } catch (const text::ChatFormatError& e) {
     throw invalid_field("messages", e.what());
   } catch (const text::TokenizerError& e) {
@@ -297,7 +306,7 @@ GenerationRequest parse_completion_request(const Json& body, const text::Tokeniz
   parse_common(body, r);
   if (auto lp = int_field(body, "logprobs", 0, 20)) r.top_logprobs = int(*lp);
   parse_structured_output(body, r, nullptr);  // response_format
-  const Json* prompt = field(body, "prompt");
+  const Json* prompt = present(body, "prompt");
   if (!prompt) throw invalid_field("prompt", "'prompt' is required");
   Json p = *prompt;
   if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = Json(p[0]);  // a batch of one

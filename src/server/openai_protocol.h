@@ -46,6 +46,9 @@ ApiError invalid_field(const std::string& param, const std::string& message);
 // when the member holds something else).
 std::string string_member(const nlohmann::ordered_json& object, const char* key);
 
+// object[key] when present and not null, else nullptr.
+const nlohmann::ordered_json* present(const nlohmann::ordered_json& object, const char* key);
+
 enum class Endpoint { Chat, Completion };
 
 // One validated generation request, endpoint-independent.
@@ -54,6 +57,7 @@ struct GenerationRequest {
   std::string model;
   std::vector<int32_t> prompt;         // token ids, BOS included where the format has one
   std::string prompt_text;             // the prompt as text (empty when given as ids)
+  int sampled_turns = 0;               // chat: earlier assistant turns rendered as the model wrote them
   bool thinking = false;               // chat: the reply opens with reasoning, ended by </think>
   bool tools = false;                  // chat: tools were offered (tool-call blocks are parsed)
   std::map<std::string, nlohmann::json> tool_parameters;  // chat: each offered tool's parameters schema
@@ -73,9 +77,13 @@ struct GenerationRequest {
   std::string grammar_param;
 };
 
+class SampledTurns;
+
 // Parses a request body; throws ApiError (400) with the field that is wrong. `vocab_size`
-// bounds token ids; the tokenizer renders and encodes text.
-GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const text::Tokenizer& tokenizer, int64_t vocab_size);
+// bounds token ids; the tokenizer renders and encodes text. With `turns`, earlier assistant
+// turns this server generated are rendered and tokenized as sampled (sampled_turns.h).
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const text::Tokenizer& tokenizer, int64_t vocab_size,
+                                     const SampledTurns* turns = nullptr);
 GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const text::Tokenizer& tokenizer,
                                            int64_t vocab_size);
 

@@ -1,32 +1,37 @@
 #include "server/response_json.h"
 
-#include <chrono>
-#include <random>
-
 namespace dsv4::server {
 
-namespace {
-std::string random_hex(size_t n) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* digits = "0123456789abcdef";
-  std::string s(n, '0');
-  for (char& c : s) c = digits[rng() & 15];
-  return s;
-}
-}  // namespace
-
-std::string json_text(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
-
-ResponseWriter::ResponseWriter(const GenerationRequest& request, std::string model, const text::Tokenizer& tokenizer)
+ResponseWriter::ResponseWriter(const GenerationRequest& request, std::string model, const text::Tokenizer& tokenizer,
+                               SampledTurns* turns)
     : endpoint_(request.endpoint),
       thinking_(request.thinking),
       tokens_as_ids_(request.tokens_as_ids),
       top_logprobs_(request.top_logprobs),
       id_((request.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex(24)),
       model_(std::move(model)),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count()),
-      tokenizer_(tokenizer) {}
+      created_(unix_time()),
+      tokenizer_(tokenizer),
+      include_usage_(request.include_usage),
+      recorder_(request.endpoint == Endpoint::Chat ? turns : nullptr, request.thinking) {}
+
+std::string ResponseWriter::whole(const Update& all) { return json_text(complete(all)); }
+
+std::string ResponseWriter::events(const Update& u) {
+  std::string out;
+  for (const OrderedJson& chunk : chunks(u)) out += "data: " + json_text(chunk) + "\n\n";
+  if (u.finished && include_usage_) out += "data: " + json_text(usage_chunk(u)) + "\n\n";
+  if (u.finished) out += "data: [DONE]\n\n";
+  return out;
+}
+
+std::string ResponseWriter::failure(const std::string& message) {
+  return "data: " + failure_body(message) + "\n\ndata: [DONE]\n\n";
+}
+
+std::string ResponseWriter::failure_body(const std::string& message) {
+  return json_text(ApiError(500, message, "server_error").to_json());
+}
 
 OrderedJson ResponseWriter::base(const char* object) const {
   return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
@@ -81,9 +86,11 @@ OrderedJson ResponseWriter::logprobs(const Update& u) {
   return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-OrderedJson ResponseWriter::tool_call(const text::ToolCall& call, int index) const {
+OrderedJson ResponseWriter::tool_call(const text::ToolCall& call, int index) {
+  std::string id = "call_" + random_hex(24);
+  recorder_.add_call_id(id);
   return {{"index", index},
-          {"id", "call_" + random_hex(24)},
+          {"id", std::move(id)},
           {"type", "function"},
           {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
@@ -109,6 +116,8 @@ OrderedJson ResponseWriter::complete(const Update& all) {
   }
   choice["logprobs"] = logprobs(all);
   choice["finish_reason"] = all.finish_reason;
+  recorder_.add(all.delta, all.tokens);
+  recorder_.finish(all.error.empty() && all.finish_reason != "length");
   OrderedJson j = base(endpoint_ == Endpoint::Chat ? "chat.completion" : "text_completion");
   j["choices"] = OrderedJson::array({choice});
   j["usage"] = usage(all);
@@ -150,6 +159,8 @@ std::vector<OrderedJson> ResponseWriter::chunks(const Update& u) {
   }
   if (!logprobs_sent) chunk(chat ? OrderedJson::object() : OrderedJson(""), true, nullptr);  // tokens held back
   if (u.finished) chunk(chat ? OrderedJson::object() : OrderedJson(""), false, u.finish_reason);
+  recorder_.add(u.delta, u.tokens);
+  if (u.finished) recorder_.finish(u.error.empty() && u.finish_reason != "length");
   return out;
 }
 

@@ -9,19 +9,18 @@
 #include <nlohmann/json.hpp>
 
 #include "server/openai_protocol.h"
+#include "server/reply_writer.h"
+#include "server/sampled_turns.h"
 #include "server/scheduler.h"
 
 namespace dsv4::server {
 
-using OrderedJson = nlohmann::ordered_json;
 
-// JSON text; invalid UTF-8 (never produced by the text stream, but possible in echoed input)
-// is replaced rather than thrown on.
-std::string json_text(const OrderedJson& j);
-
-class ResponseWriter {
+class ResponseWriter final : public ReplyWriter {
  public:
-  ResponseWriter(const GenerationRequest& request, std::string model, const text::Tokenizer& tokenizer);
+  // With `turns`, a chat reply that finishes is kept there under the tool-call ids it was sent with.
+  ResponseWriter(const GenerationRequest& request, std::string model, const text::Tokenizer& tokenizer,
+                 SampledTurns* turns = nullptr);
 
   // The whole answer from all updates merged.
   OrderedJson complete(const Update& all);
@@ -30,11 +29,17 @@ class ResponseWriter {
   // The closing chunk of stream_options.include_usage: empty choices and the usage.
   OrderedJson usage_chunk(const Update& last) const;
 
+  // ReplyWriter: "data: CHUNK" lines, the usage chunk when stream_options asked for it, "data: [DONE]".
+  std::string whole(const Update& all) override;
+  std::string events(const Update& u) override;
+  std::string failure(const std::string& message) override;
+  std::string failure_body(const std::string& message) override;
+
  private:
   OrderedJson base(const char* object) const;
   OrderedJson usage(const Update& u) const;
   OrderedJson logprobs(const Update& u);  // null without logprobs
-  OrderedJson tool_call(const text::ToolCall& call, int index) const;
+  OrderedJson tool_call(const text::ToolCall& call, int index);
   std::string token_text(int32_t id) const;
 
   Endpoint endpoint_;
@@ -46,6 +51,8 @@ class ResponseWriter {
   bool opened_ = false;
   int tool_calls_ = 0;
   int64_t text_offset_ = 0;
+  bool include_usage_;
+  ReplyRecorder recorder_;
 };
 
 }  // namespace dsv4::server

@@ -20,6 +20,7 @@ void Update::append(Update&& later) {
   if (later.finished) {
     finished = true;
     finish_reason = std::move(later.finish_reason);
+    stop_sequence = std::move(later.stop_sequence);
     prompt_tokens = later.prompt_tokens;
     cached_tokens = later.cached_tokens;
     completion_tokens = later.completion_tokens;
@@ -253,6 +254,7 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     bool length = !a.stream.stopped() && (out.finish == FinishReason::Length || out.finish == FinishReason::ContextFull);
     if (a.job.output_complete && !a.job.output_complete(out.tokens)) length = true;
     u.finish_reason = length ? "length" : a.stream.made_tool_calls() ? "tool_calls" : "stop";
+    if (!length) u.stop_sequence = a.stream.stop_matched();
     (length ? finished_length_ : finished_stop_) += 1;
     u.prompt_tokens = int64_t(a.job.prompt.size());
     u.cached_tokens = a.cached_tokens;

@@ -40,6 +40,7 @@ struct Update {
   std::vector<TokenLogprobs> logprobs;       // one per token, when asked for
   bool finished = false;
   std::string finish_reason;                 // stop | length | tool_calls (with finished)
+  std::string stop_sequence;                 // the stop string that ended it (finish_reason stop)
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;                 // prompt tokens taken from the prefix cache
   std::string error;                         // the request failed inside the server

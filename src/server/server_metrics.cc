@@ -71,6 +71,11 @@ void ServerMetrics::count_rejected() {
   ++rejected_;
 }
 
+void ServerMetrics::count_request(const std::string& endpoint) {
+  std::lock_guard lock(mutex_);
+  ++requests_by_endpoint_[endpoint];
+}
+
 MetricsSnapshot ServerMetrics::snapshot() const {
   std::lock_guard lock(mutex_);
   MetricsSnapshot s = s_;
@@ -101,6 +106,9 @@ std::string ServerMetrics::render(const std::string& model_name) const {
   metric("dsv4:requests_rejected_busy_total", "counter", "Requests answered 503 because the queue was full.",
          double(s.rejected_busy));
   metric("dsv4:requests_invalid_total", "counter", "Requests answered with a 4xx error.", double(s.bad_requests));
+  header(out, "dsv4:requests_total", "counter", "Valid requests taken, by endpoint.");
+  for (const auto& [endpoint, count] : requests_by_endpoint_)
+    line(out, "dsv4:requests_total", m + ",endpoint=\"" + endpoint + "\"", double(count));
   metric("dsv4:scheduler_steps_total", "counter", "Decoder steps (one target pass each).", double(s.steps));
   metric("dsv4:cache_blocks_used", "gauge", "KV cache blocks held (running sequences and the prefix cache).",
          double(s.cache_blocks_used));

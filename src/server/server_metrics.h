@@ -4,6 +4,7 @@
 // writes, HTTP handler threads read; every access takes the lock.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,8 +36,8 @@ struct MetricsSnapshot {
   std::vector<int64_t> accepted_per_pos;
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / reused
   int64_t prefix_cache_entries = 0, prefix_cache_bytes = 0;
-  int64_t cache_bytes_running = 0;
-  int64_t kv_disk_bytes = 0, kv_disk_files = 0, kv_disk_loads = 0, kv_disk_saves = 0, kv_disk_failures = 0;                          // held by running sequences (shared blocks in full)
+  int64_t cache_bytes_running = 0;                         // held by running sequences (shared blocks in full)
+  int64_t kv_disk_bytes = 0, kv_disk_files = 0, kv_disk_loads = 0, kv_disk_saves = 0, kv_disk_failures = 0;
 };
 
 class ServerMetrics {
@@ -50,6 +51,8 @@ class ServerMetrics {
   // Handler side.
   void count_bad_request();
   void count_rejected();
+  // A valid request taken by an endpoint: chat, completions, messages, count_tokens, responses.
+  void count_request(const std::string& endpoint);
   MetricsSnapshot snapshot() const;
   std::string render(const std::string& model_name) const;
 
@@ -57,6 +60,7 @@ class ServerMetrics {
   mutable std::mutex mutex_;
   MetricsSnapshot s_;
   int64_t bad_requests_ = 0, rejected_ = 0;
+  std::map<std::string, int64_t> requests_by_endpoint_;
   Histogram ttft_, itl_, e2e_;
 };
 

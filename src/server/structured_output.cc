@@ -18,11 +18,6 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-const Json* present(const Json& body, const char* key) {
-  auto it = body.find(key);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
 bool is_schema_name(const std::string& s) {  // OpenAI's rule for json_schema.name
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';

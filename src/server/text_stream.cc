@@ -74,7 +74,10 @@ bool TextStream::push(int32_t token, TextDelta& out) {
   if (piece.empty()) return true;
   MarkerScanner::Result r = stops_.push(piece);
   route(std::move(r.safe), out);
-  if (r.marker) stopped_ = true;
+  if (r.marker) {
+    stopped_ = true;
+    stop_matched_ = options_.stop[*r.marker];
+  }
   return !stopped_;
 }
 

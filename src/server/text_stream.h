@@ -68,6 +68,7 @@ class TextStream {
   void finish(TextDelta& out);
 
   bool stopped() const { return stopped_; }
+  const std::string& stop_matched() const { return stop_matched_; }  // the stop string that ended it
   bool made_tool_calls() const { return tool_calls_ > 0; }
 
  private:
@@ -82,6 +83,7 @@ class TextStream {
   Part part_;
   std::string tool_block_;
   bool stopped_ = false;
+  std::string stop_matched_;
   int tool_calls_ = 0;
 };
 

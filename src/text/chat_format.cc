@@ -232,60 +232,69 @@ std::string render_user(const Json& msg) {
   return prompt;
 }
 
-std::string render_assistant(const Json& messages, int index, bool thinking, bool drop_thinking, int last_user) {
+// Appends the assistant turn: the text the model wrote for it when the caller has it, else the
+// message's fields rendered.
+void render_assistant(std::string& out, const Json& messages, int index, bool thinking, bool drop_thinking,
+                      int last_user, const EncodeOptions& options) {
   const Json& msg = messages[index];
-  std::string tool_calls_text;
-  if (const Json* calls = get(msg, "tool_calls"); truthy(calls)) {
-    tool_calls_text = "\n\n<｜DSML｜tool_calls>\n";
-    bool first = true;
-    for (const Json& call : *calls) {
-      const Json& function = required(call, "function", "tool call");
-      if (!first) tool_calls_text += '\n';
-      first = false;
-      tool_calls_text += "<｜DSML｜invoke name=\"" + python_str(required(function, "name", "tool call function"), "tool name") +
-                         "\">\n" + encode_arguments_to_dsml(required(function, "arguments", "tool call function")) +
-                         "\n</｜DSML｜invoke>";
-    }
-    tool_calls_text += "\n</｜DSML｜tool_calls>";
-  }
   // A turn answering a task token (e.g. <｜action｜>) has no reasoning block.
   const bool previous_has_task = index > 0 && !is_none(get(messages[index - 1], "task"));
-  std::string reasoning;
-  if (thinking && !previous_has_task && (!drop_thinking || index > last_user)) {
-    reasoning = text_or_empty(get(msg, "reasoning_content"), "reasoning_content") + std::string(kThinkingEndToken);
+  const bool with_reasoning = thinking && !previous_has_task && (!drop_thinking || index > last_user);
+  std::optional<std::string> sampled;
+  if (options.sampled_text) sampled = options.sampled_text(msg, with_reasoning);
+  if (sampled) {
+    if (options.sampled_spans) options.sampled_spans->push_back({out.size(), out.size() + sampled->size()});
+    out += *sampled;
+  } else {
+    std::string tool_calls_text;
+    if (const Json* calls = get(msg, "tool_calls"); truthy(calls)) {
+      tool_calls_text = "\n\n<｜DSML｜tool_calls>\n";
+      bool first = true;
+      for (const Json& call : *calls) {
+        const Json& function = required(call, "function", "tool call");
+        if (!first) tool_calls_text += '\n';
+        first = false;
+        tool_calls_text += "<｜DSML｜invoke name=\"" +
+                           python_str(required(function, "name", "tool call function"), "tool name") + "\">\n" +
+                           encode_arguments_to_dsml(required(function, "arguments", "tool call function")) +
+                           "\n</｜DSML｜invoke>";
+      }
+      tool_calls_text += "\n</｜DSML｜tool_calls>";
+    }
+    if (with_reasoning)
+      out += text_or_empty(get(msg, "reasoning_content"), "reasoning_content") + std::string(kThinkingEndToken);
+    out += text_or_empty(get(msg, "content"), "assistant content") + tool_calls_text;
   }
-  std::string prompt = reasoning + text_or_empty(get(msg, "content"), "assistant content") + tool_calls_text;
-  if (!truthy(get(msg, "wo_eos"))) prompt += kEosToken;
-  return prompt;
+  if (!truthy(get(msg, "wo_eos"))) out += kEosToken;
 }
 
-std::string render_message(int index, const Json& messages, bool thinking, bool drop_thinking,
-                           const std::optional<std::string>& reasoning_effort) {
+// Appends message `index` and what follows it.
+void render_message(std::string& out, int index, const Json& messages, bool thinking, bool drop_thinking,
+                    const EncodeOptions& options) {
   const Json& msg = messages[index];
   if (!msg.is_object()) throw ChatFormatError("message " + std::to_string(index) + " is not a JSON object: " + msg.dump());
   const int last_user = find_last_user_index(messages);
   const std::string role = role_of(msg);
-  std::string prompt;
-  if (index == 0 && thinking && reasoning_effort == "max") prompt += kReasoningEffortMax;
+  if (index == 0 && thinking && options.reasoning_effort == "max") out += kReasoningEffortMax;
 
   const Json* tools = get(msg, "tools");
   const Json* response_format = get(msg, "response_format");
   if (role == "system") {
-    prompt += text_or_empty(get(msg, "content"), "system content");
-    if (truthy(tools)) prompt += "\n\n" + render_tools(*tools);
-    if (truthy(response_format)) prompt += "\n\n" + render_response_format(*response_format);
+    out += text_or_empty(get(msg, "content"), "system content");
+    if (truthy(tools)) out += "\n\n" + render_tools(*tools);
+    if (truthy(response_format)) out += "\n\n" + render_response_format(*response_format);
   } else if (role == "developer") {
     const Json* content = get(msg, "content");
     if (!truthy(content)) throw ChatFormatError("developer message " + std::to_string(index) + " has no content");
-    prompt += std::string(kUserToken) + string_field(*content, "developer content");
-    if (truthy(tools)) prompt += "\n\n" + render_tools(*tools);
-    if (truthy(response_format)) prompt += "\n\n" + render_response_format(*response_format);
+    out += std::string(kUserToken) + string_field(*content, "developer content");
+    if (truthy(tools)) out += "\n\n" + render_tools(*tools);
+    if (truthy(response_format)) out += "\n\n" + render_response_format(*response_format);
   } else if (role == "user") {
-    prompt += render_user(msg);
+    out += render_user(msg);
   } else if (role == "latest_reminder") {
-    prompt += std::string(kLatestReminderToken) + python_str(msg.contains("content") ? msg["content"] : Json(), "content");
+    out += std::string(kLatestReminderToken) + python_str(msg.contains("content") ? msg["content"] : Json(), "content");
   } else if (role == "assistant") {
-    prompt += render_assistant(messages, index, thinking, drop_thinking, last_user);
+    render_assistant(out, messages, index, thinking, drop_thinking, last_user, options);
   } else if (role == "tool") {
     throw ChatFormatError("tool message " + std::to_string(index) + " must follow a turn (merged into the user turn)");
   } else {
@@ -296,22 +305,21 @@ std::string render_message(int index, const Json& messages, bool thinking, bool 
   // task token or the assistant prefix that opens (or skips) the reasoning.
   if (index + 1 < static_cast<int>(messages.size())) {
     const std::string next_role = role_of(messages[index + 1]);
-    if (next_role != "assistant" && next_role != "latest_reminder") return prompt;
+    if (next_role != "assistant" && next_role != "latest_reminder") return;
   }
   if (const Json* task = get(msg, "task"); !is_none(task)) {
     const std::string name = task->is_string() ? task->get<std::string>() : task->dump();
     const auto it = kTaskTokens.find(name);
     if (it == kTaskTokens.end()) throw ChatFormatError("message " + std::to_string(index) + ": invalid task '" + name + "'");
     if (name != "action") {
-      prompt += it->second;
+      out += it->second;
     } else {
-      prompt += std::string(kAssistantToken) + std::string(thinking ? kThinkingStartToken : kThinkingEndToken) + it->second;
+      out += std::string(kAssistantToken) + std::string(thinking ? kThinkingStartToken : kThinkingEndToken) + it->second;
     }
   } else if (role == "user" || role == "developer") {
     const bool open_thinking = thinking && (!drop_thinking || index >= last_user);
-    prompt += std::string(kAssistantToken) + std::string(open_thinking ? kThinkingStartToken : kThinkingEndToken);
+    out += std::string(kAssistantToken) + std::string(open_thinking ? kThinkingStartToken : kThinkingEndToken);
   }
-  return prompt;
 }
 
 }  // namespace
@@ -360,9 +368,8 @@ std::string encode_messages(const nlohmann::ordered_json& messages_in, ChatMode 
                             std::to_string(to_render) + " messages to render of " + std::to_string(full.size()) + ")");
     context_length = full.size() - to_render;
   }
-  for (size_t i = 0; i < to_render; ++i) {
-    prompt += render_message(static_cast<int>(i + context_length), full, thinking, drop_thinking, options.reasoning_effort);
-  }
+  for (size_t i = 0; i < to_render; ++i)
+    render_message(prompt, static_cast<int>(i + context_length), full, thinking, drop_thinking, options);
   return prompt;
 }
 

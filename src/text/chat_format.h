@@ -11,6 +11,7 @@
 // nlohmann::json converts implicitly but arrives with its keys sorted.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,15 @@ struct EncodeOptions {
   bool add_default_bos_token = true;
   // "max" (prefixes the reasoning-effort instruction in thinking mode), "high", or none.
   std::optional<std::string> reasoning_effort;
+  // Stable prompts: the text the model actually wrote for an earlier assistant message, rendered
+  // in place of what the message's fields would render to (its reasoning when `with_reasoning`,
+  // its content and tool calls; not the EOS that closes the turn). None: render the fields.
+  std::function<std::optional<std::string>(const nlohmann::ordered_json& message, bool with_reasoning)> sampled_text;
+  // Where each text `sampled_text` gave landed in the prompt, in the order it was given.
+  struct Span {
+    size_t begin = 0, end = 0;
+  };
+  std::vector<Span>* sampled_spans = nullptr;
 };
 
 // The prompt text for `messages` (a JSON array). Tool messages are merged into user

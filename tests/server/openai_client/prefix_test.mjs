@@ -5,9 +5,12 @@
 // cancelled mid-prefill, are unaffected; the metrics count the reuse.
 // A server whose cache may hold almost nothing (--prefix-cache-memory 1M) evicts, stops keeping
 // rows, and still answers exactly.
+// An agent's tool-call turn resent as the client keeps it (no reasoning, arguments re-serialized)
+// reads back as the tokens the model sampled, so the next turn reuses all of it; a reasoning turn
+// the format drops is reused up to its start.
 // Usage: node prefix_test.mjs <server with the cache> <server with --no-prefix-cache> <server with 1M>
 import assert from 'node:assert/strict';
-import { client, ids, metrics, rng, runTests } from './common.mjs';
+import { API_KEY, client, ids, metrics, rng, runTests } from './common.mjs';
 
 const [base, coldBase, tightBase] = process.argv.slice(2);
 const api = client(base), cold = client(coldBase), tight = client(tightBase);
@@ -24,7 +27,67 @@ async function complete(c, prompt, extra = {}) {
            cached: r.usage.prompt_tokens_details?.cached_tokens ?? -1, prompt: r.usage.prompt_tokens };
 }
 
+// /tokenize of a chat request: the prompt's tokens and how many turns were rendered as sampled.
+async function tokenize(b, body) {
+  const r = await fetch(`${b}/tokenize`, { method: 'POST', body: JSON.stringify(body),
+                                           headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` } });
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+// Two turns of an agent: a forced tool call (its reasoning tokenized as the tokenizer would not),
+// then the conversation resent with the call as a client keeps it. Returns what each turn saw.
+async function agentTurns(c, b) {
+  const tools = [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object',
+    properties: { path: { type: 'string' }, lines: { type: 'integer' } } } } }];
+  const common = { model, tools, temperature: 0, logprobs: true, return_tokens_as_token_ids: true,
+                   chat_template_kwargs: { thinking: true } };
+  const first = [{ role: 'system', content: 'You are an agent.' }, { role: 'user', content: 'FORCE_AGENT: read src/a.cc' }];
+  const one = await c.chat.completions.create({ ...common, messages: first, max_tokens: 200 });
+  const message = one.choices[0].message;
+  assert.equal(one.choices[0].finish_reason, 'tool_calls');
+  assert.equal(message.reasoning_content, 'I will read it.');
+  const call = message.tool_calls[0];
+  const args = JSON.parse(call.function.arguments);
+  assert.deepEqual(args, { path: 'src/a.cc', lines: 40 });
+  const second = [...first,
+    { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function',
+      function: { name: 'read_file', arguments: JSON.stringify({ lines: args.lines, path: args.path }) } }] },
+    { role: 'tool', tool_call_id: call.id, content: 'int main() { return 0; }' }];
+  const [tokensOne, tokensTwo] = [await tokenize(b, { ...common, messages: first }), await tokenize(b, { ...common, messages: second })];
+  const two = await c.chat.completions.create({ ...common, messages: second, max_tokens: 6 });
+  return { one, two, sampled: ids(one.choices[0].logprobs.content.map((t) => t.token)), tokensOne, tokensTwo };
+}
+
 await runTests([
+  ['an agent turn resent as JSON keeps the sampled tokens and is reused whole', async () => {
+    const got = await agentTurns(api, base);
+    const { one, two, sampled, tokensOne, tokensTwo } = got;
+    assert.equal(tokensTwo.sampled_turns, 1, 'the tool-call turn was rendered as the model wrote it');
+    assert.deepEqual(tokensTwo.tokens.slice(0, tokensOne.count + sampled.length), [...tokensOne.tokens, ...sampled],
+                     'turn two begins with turn one\'s prompt and every sampled token');
+    assert.equal(two.usage.prompt_tokens, tokensTwo.count);
+    // Everything the first turn's sequence holds is reused (all but its last sampled token).
+    assert.equal(two.usage.prompt_tokens_details.cached_tokens, one.usage.prompt_tokens + one.usage.completion_tokens - 1);
+    // The prompt does not depend on the cache: a server without it reads the same tokens and answers the same.
+    const want = await agentTurns(cold, coldBase);
+    assert.deepEqual(want.tokensTwo.tokens, tokensTwo.tokens);
+    assert.equal(want.two.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.deepEqual(want.two.choices[0].logprobs.content, two.choices[0].logprobs.content);
+  }],
+  ['a reasoning turn the format drops is reused up to where it starts', async () => {
+    const common = { model, temperature: 0, chat_template_kwargs: { thinking: true } };
+    const first = [{ role: 'user', content: 'FORCE_REASONING hello' }];
+    const one = await api.chat.completions.create({ ...common, messages: first, max_tokens: 50 });
+    assert.equal(one.choices[0].message.reasoning_content, 'I should greet them.');
+    const second = [...first, { role: 'assistant', content: one.choices[0].message.content }, { role: 'user', content: 'and?' }];
+    const two = await api.chat.completions.create({ ...common, messages: second, max_tokens: 4 });
+    assert.equal((await tokenize(base, { ...common, messages: second })).sampled_turns, 1);
+    // Turn one's prompt ended "<｜Assistant｜><think>"; turn two renders that turn "<｜Assistant｜></think>"
+    // + answer: the prompt up to <｜Assistant｜> is shared, and reused but for its last token (whose MTP
+    // row read the <think> that follows it); the answer is read again, the reasoning not at all.
+    assert.equal(two.usage.prompt_tokens_details.cached_tokens, one.usage.prompt_tokens - 2);
+  }],
   ['a growing conversation reuses all it shares and answers as without the cache', async () => {
     const before = await metrics(base);
     for (const [mode, extra] of [['greedy', {}], ['sampled', { temperature: 0.9, seed: 5 }],
