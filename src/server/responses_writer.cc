@@ -90,8 +90,8 @@ std::string ResponsesWriter::event(const char* type, OrderedJson fields) {
 std::string ResponsesWriter::start() {
   if (started_) return "";
   started_ = true;
-  return event("response.created", {{"response", response("in_progress", nullptr)}}) +
-         event("response.in_progress", {{"response", response("in_progress", nullptr)}});
+  std::string out = event("response.created", {{"response", response("in_progress", nullptr)}});
+  return out + event("response.in_progress", {{"response", response("in_progress", nullptr)}});
 }
 
 std::string ResponsesWriter::close_item() {

@@ -77,7 +77,7 @@ await runTests([
   }],
   ['a reasoning turn the format drops is reused up to where it starts', async () => {
     const common = { model, temperature: 0, chat_template_kwargs: { thinking: true } };
-    const first = [{ role: 'user', content: 'FORCE_REASONING hello' }];
+    const first = [{ role: 'user', content: 'FORCE_REASONING, from the chat API' }];
     const one = await api.chat.completions.create({ ...common, messages: first, max_tokens: 50 });
     assert.equal(one.choices[0].message.reasoning_content, 'I should greet them.');
     const second = [...first, { role: 'assistant', content: one.choices[0].message.content }, { role: 'user', content: 'and?' }];

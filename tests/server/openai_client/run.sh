@@ -9,9 +9,9 @@ work=$tmp/openai-client
 mkdir -p "$work"
 cp "$here"/package.json "$here"/*.mjs "$work"/
 cd "$work"
-if [ ! -d node_modules/openai ] && ! npm install --no-audit --no-fund --loglevel=error >npm.log 2>&1; then
+if { [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; } && ! npm install --no-audit --no-fund --loglevel=error >npm.log 2>&1; then
   cat npm.log
-  echo "skipped: cannot install the openai npm package"
+  echo "skipped: cannot install the openai and @anthropic-ai/sdk npm packages"
   exit 77
 fi
 
@@ -91,6 +91,8 @@ node api_test.mjs "http://127.0.0.1:$port" "http://127.0.0.1:$busy" || status=$?
 if [ $status -eq 0 ]; then node structured_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node batching_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then node load_test.mjs "http://127.0.0.1:$port" || status=$?; fi
+if [ $status -eq 0 ]; then node messages_test.mjs "http://127.0.0.1:$port" || status=$?; fi
+if [ $status -eq 0 ]; then node responses_test.mjs "http://127.0.0.1:$port" || status=$?; fi
 if [ $status -eq 0 ]; then
   start_server cold.log --draft 2 --max-sequences 4 --max-context 4096 --no-prefix-cache
   start_server tight.log --draft 2 --max-sequences 4 --max-context 4096 --prefix-cache-memory 1M
