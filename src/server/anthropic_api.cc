@@ -99,24 +99,18 @@ void add_message(const Json& m, size_t index, Json& out, std::set<std::string>& 
   out.push_back(std::move(assistant));
 }
 
-Json client_tools(const Json& tools) {
-  if (!tools.is_array()) throw invalid_field("tools", "'tools' must be an array");
-  Json out = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& t = tools[i];
-    const std::string at = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) throw invalid_field(at, "each tool must be an object");
-    const std::string type = string_member(t, "type");
-    if (!type.empty() && type != "custom")
-      throw invalid_field(at + ".type", "tool type '" + type + "' is not supported: only client tools (name, input_schema)");
+// Client tools as chat tools. Server tools (web_search_…, bash_…, text_editor_…, computer_…) are
+// left out: this server runs none of them, and the model cannot call what it is not shown.
+Json client_tools(const Json& tools, std::vector<std::string>& left_out) {
+  const auto runs = [](const std::string& type) { return type.empty() || type == "custom"; };
+  return chat_tools_from(tools, runs, [](const Json& t, const std::string& at) {
     Json function = {{"name", text_of(t.contains("name") ? t["name"] : Json(), at + ".name")}};
     if (const Json* d = present(t, "description")) function["description"] = text_of(*d, at + ".description");
     const Json* schema = present(t, "input_schema");
     if (!schema || !schema->is_object()) throw invalid_field(at + ".input_schema", "'input_schema' (an object) is required");
     function["parameters"] = *schema;
-    out.push_back({{"type", "function"}, {"function", std::move(function)}});
-  }
-  return out;
+    return function;
+  }, left_out);
 }
 
 void set_tool_choice(const Json& choice, Json& chat) {
@@ -137,7 +131,7 @@ void set_tool_choice(const Json& choice, Json& chat) {
 
 }  // namespace
 
-Json chat_body_from_messages(const Json& body, bool count_only) {
+Json chat_body_from_messages(const Json& body, bool count_only, std::vector<std::string>* left_out_tools) {
   if (!body.is_object()) throw invalid_field("", "the request body must be a JSON object");
   Json chat = Json::object();
   if (!count_only) {
@@ -154,7 +148,12 @@ Json chat_body_from_messages(const Json& body, bool count_only) {
   std::set<std::string> tool_uses;
   for (size_t i = 0; i < turns->size(); ++i) add_message((*turns)[i], i, messages, tool_uses);
   chat["messages"] = std::move(messages);
-  if (const Json* tools = present(body, "tools"); tools && !tools->empty()) chat["tools"] = client_tools(*tools);
+  std::vector<std::string> left_out;
+  if (const Json* tools = present(body, "tools"); tools && !tools->empty()) {
+    Json functions = client_tools(*tools, left_out);
+    if (!functions.empty()) chat["tools"] = std::move(functions);
+  }
+  if (left_out_tools) *left_out_tools = std::move(left_out);
   if (const Json* choice = present(body, "tool_choice")) {
     if (!chat.contains("tools")) throw invalid_field("tool_choice", "'tool_choice' needs 'tools'");
     set_tool_choice(*choice, chat);

@@ -6,6 +6,9 @@
 //
 // Supported, ignored and refused fields are listed in docs/agent-apis.md.
 #pragma once
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "server/openai_protocol.h"
@@ -13,8 +16,10 @@
 namespace dsv4::server {
 
 // The chat-completions body for a Messages body. `count_only` (count_tokens): max_tokens is not
-// required. Throws ApiError 400 naming the Anthropic field.
-nlohmann::ordered_json chat_body_from_messages(const nlohmann::ordered_json& body, bool count_only);
+// required. Server tools are left out (their types in `left_out_tools`). Throws ApiError 400
+// naming the Anthropic field.
+nlohmann::ordered_json chat_body_from_messages(const nlohmann::ordered_json& body, bool count_only,
+                                               std::vector<std::string>* left_out_tools = nullptr);
 
 // The error as Anthropic answers it: its status (503 "busy" is Anthropic's 529 overloaded_error)
 // and {"type": "error", "error": {"type", "message"}}.

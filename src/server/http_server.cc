@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
+#include <set>
 
 #include <httplib.h>
 
@@ -95,6 +97,8 @@ struct HttpServer::Impl {
   std::once_flag vocabularies_made;
   std::unique_ptr<GrammarVocabularies> grammar_vocabularies;  // structured output, made on first use
   std::unique_ptr<SampledTurns> turns;  // what the model wrote for the replies sent (stable prompts)
+  std::mutex log_mutex;
+  std::set<std::string> logged_tool_types;  // tool types left out, logged once each
 
   GrammarVocabularies& vocabularies(const ModelService& m) {
     std::call_once(vocabularies_made, [&] {
@@ -238,8 +242,10 @@ struct HttpServer::Impl {
   // Anthropic Messages. (Any model name is taken: Claude Code asks for several of its own.)
   void messages(const httplib::Request& req, httplib::Response& res) {
     const ModelService& m = model();
-    const GenerationRequest r = parse_chat_request(chat_body_from_messages(parse_body(req.body), false), *m.tokenizer,
-                                                   m.engine->config().vocab_size, turns.get());
+    std::vector<std::string> left_out;
+    const GenerationRequest r = parse_chat_request(chat_body_from_messages(parse_body(req.body), false, &left_out),
+                                                   *m.tokenizer, m.engine->config().vocab_size, turns.get());
+    log_left_out("/v1/messages", left_out);
     metrics.count_request("messages");
     answer(r, m, std::make_shared<AnthropicWriter>(r, options.model_name, turns.get()), res);
   }
@@ -255,11 +261,22 @@ struct HttpServer::Impl {
   // OpenAI Responses.
   void responses(const httplib::Request& req, httplib::Response& res) {
     const ModelService& m = model();
-    const GenerationRequest r = parse_chat_request(chat_body_from_responses(parse_body(req.body)), *m.tokenizer,
-                                                   m.engine->config().vocab_size, turns.get());
+    std::vector<std::string> left_out;
+    const GenerationRequest r = parse_chat_request(chat_body_from_responses(parse_body(req.body), &left_out),
+                                                   *m.tokenizer, m.engine->config().vocab_size, turns.get());
+    log_left_out("/v1/responses", left_out);
     check_model(r.model);
     metrics.count_request("responses");
     answer(r, m, std::make_shared<ResponsesWriter>(r, options.model_name, turns.get(), m.tokenizer->token_id("</think>")), res);
+  }
+
+  // Tool types a request offered that this server cannot run: one log line per type and endpoint.
+  void log_left_out(const char* endpoint, const std::vector<std::string>& types) {
+    std::lock_guard lock(log_mutex);
+    for (const std::string& type : types)
+      if (logged_tool_types.insert(endpoint + (" " + type)).second)
+        std::fprintf(stderr, "dsv4 serve: %s: tools of type '%s' are left out (this server runs client-side tools only)\n",
+                     endpoint, type.c_str());
   }
 
   // Submits the request to the scheduler and answers it through `writer`, streamed or whole.

@@ -49,6 +49,22 @@ const Json* present(const Json& object, const char* key) {
   return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+Json chat_tools_from(const Json& tools, const std::function<bool(const std::string&)>& runs,
+                     const std::function<Json(const Json&, const std::string&)>& function_of,
+                     std::vector<std::string>& left_out) {
+  if (!tools.is_array()) throw invalid_field("tools", "'tools' must be an array");
+  Json out = Json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) throw invalid_field(at, "each tool must be an object");
+    const std::string type = string_member(t, "type");
+    if (runs(type)) out.push_back({{"type", "function"}, {"function", function_of(t, at)}});
+    else left_out.push_back(type);
+  }
+  return out;
+}
+
 namespace {
 
 std::optional<double> number_field(const Json& body, const char* key, double lo, double hi) {

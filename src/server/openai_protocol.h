@@ -8,6 +8,7 @@
 // fields of newer API versions.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -48,6 +49,14 @@ std::string string_member(const nlohmann::ordered_json& object, const char* key)
 
 // object[key] when present and not null, else nullptr.
 const nlohmann::ordered_json* present(const nlohmann::ordered_json& object, const char* key);
+
+// Another protocol's tool list as chat tools: each tool `runs` accepts (by its type) becomes
+// {"type": "function", "function": function_of(tool, "tools[i]")}; the others' types go to
+// `left_out` (tools this server cannot run: the model is not shown them).
+nlohmann::ordered_json chat_tools_from(
+    const nlohmann::ordered_json& tools, const std::function<bool(const std::string& type)>& runs,
+    const std::function<nlohmann::ordered_json(const nlohmann::ordered_json& tool, const std::string& at)>& function_of,
+    std::vector<std::string>& left_out);
 
 enum class Endpoint { Chat, Completion };
 

@@ -99,27 +99,25 @@ class Conversation {
   std::set<std::string> calls_;
 };
 
-Json function_tools(const Json& tools) {
-  if (!tools.is_array()) throw invalid_field("tools", "'tools' must be an array");
-  Json out = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& t = tools[i];
-    const std::string at = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) throw invalid_field(at, "each tool must be an object");
-    const std::string type = string_member(t, "type");
-    if (type != "function")
-      throw invalid_field(at + ".type", "tool type '" + type + "' is not supported: only function tools");
+// Function tools as chat tools. Tools of other types (hosted ones such as web_search, namespaces,
+// custom and shell tools) are left out: this server runs none of them, and the model cannot call
+// what it is not shown. Their types go to `left_out`.
+Json function_tools(const Json& tools, std::vector<std::string>& left_out) {
+  const auto runs = [](const std::string& type) {
+    if (type.empty()) throw invalid_field("tools", "each tool needs a 'type'");
+    return type == "function";
+  };
+  return chat_tools_from(tools, runs, [](const Json& t, const std::string& at) {
     Json function = {{"name", required_string(t, "name", at)}};
     if (const Json* d = present(t, "description")) function["description"] = *d;
     function["parameters"] = present(t, "parameters") ? t["parameters"] : Json::object();
-    out.push_back({{"type", "function"}, {"function", std::move(function)}});
-  }
-  return out;
+    return function;
+  }, left_out);
 }
 
 }  // namespace
 
-Json chat_body_from_responses(const Json& body) {
+Json chat_body_from_responses(const Json& body, std::vector<std::string>* left_out_tools) {
   if (!body.is_object()) throw invalid_field("", "the request body must be a JSON object");
   if (present(body, "previous_response_id"))
     throw invalid_field("previous_response_id",
@@ -143,7 +141,12 @@ Json chat_body_from_responses(const Json& body) {
     throw invalid_field("input", "'input' must be a string or a non-empty array of items");
   }
   chat["messages"] = std::move(conversation.messages);
-  if (const Json* tools = present(body, "tools"); tools && !tools->empty()) chat["tools"] = function_tools(*tools);
+  std::vector<std::string> left_out;
+  if (const Json* tools = present(body, "tools"); tools && !tools->empty()) {
+    Json functions = function_tools(*tools, left_out);
+    if (!functions.empty()) chat["tools"] = std::move(functions);
+  }
+  if (left_out_tools) *left_out_tools = std::move(left_out);
   if (const Json* choice = present(body, "tool_choice")) {
     if (choice->is_object() && string_member(*choice, "type") == "function")
       chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", required_string(*choice, "name", "tool_choice")}}}};

@@ -7,13 +7,18 @@
 //
 // Supported, ignored and refused fields are listed in docs/agent-apis.md.
 #pragma once
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "server/openai_protocol.h"
 
 namespace dsv4::server {
 
-// The chat-completions body for a Responses body. Throws ApiError 400 naming the field.
-nlohmann::ordered_json chat_body_from_responses(const nlohmann::ordered_json& body);
+// The chat-completions body for a Responses body. Tools other than function tools are left out
+// (their types in `left_out_tools`). Throws ApiError 400 naming the field.
+nlohmann::ordered_json chat_body_from_responses(const nlohmann::ordered_json& body,
+                                                std::vector<std::string>* left_out_tools = nullptr);
 
 }  // namespace dsv4::server

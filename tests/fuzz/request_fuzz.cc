@@ -1,10 +1,13 @@
-// HTTP request bodies -> request validation of /v1/chat/completions and /v1/completions (the
-// toy tokenizer renders and encodes the prompt). A body is accepted or answered with an
+// HTTP request bodies -> request validation of /v1/chat/completions, /v1/completions,
+// /v1/messages (Anthropic) and /v1/responses (OpenAI), the last two through their conversion to
+// a chat request (the toy tokenizer renders and encodes the prompt). A body is accepted or answered with an
 // ApiError (400 naming the field); an accepted request's prompt ids are inside the vocabulary.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
+#include "server/anthropic_api.h"
 #include "server/openai_protocol.h"
+#include "server/responses_api.h"
 
 using namespace dsv4;
 
@@ -28,10 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(e.status() == 400, "a malformed body is not a 400");
     return 0;
   }
-  for (int endpoint = 0; endpoint < 2; ++endpoint) {
+  for (int endpoint = 0; endpoint < 4; ++endpoint) {
     try {
-      const server::GenerationRequest r = endpoint == 0 ? server::parse_chat_request(body, tok, vocab)
-                                                        : server::parse_completion_request(body, tok, vocab);
+      const server::GenerationRequest r =
+          endpoint == 0   ? server::parse_chat_request(body, tok, vocab)
+          : endpoint == 1 ? server::parse_completion_request(body, tok, vocab)
+          : endpoint == 2 ? server::parse_chat_request(server::chat_body_from_messages(body, false), tok, vocab)
+                          : server::parse_chat_request(server::chat_body_from_responses(body), tok, vocab);
       for (int32_t id : r.prompt) FUZZ_CHECK(id >= 0 && id < vocab, "an accepted prompt id is outside the vocabulary");
       FUZZ_CHECK(!r.max_tokens || *r.max_tokens >= 0, "negative max_tokens accepted");
     } catch (const server::ApiError& e) {

@@ -1,4 +1,5 @@
 // Shared helpers of the dsv4 serve client tests.
+import http from 'node:http';
 import OpenAI from 'openai';
 
 export const API_KEY = 'test-key';
@@ -82,4 +83,21 @@ export async function runTests(tests) {
       process.exit(1);
     }
   }
+}
+
+// A streaming client that reads the first chunk of the answer and then closes its connection
+// (node:http's destroy(): an aborted fetch may keep reading to reuse the connection). Resolves
+// with that chunk.
+export function disconnectAfterFirstChunk(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      res.once('data', (chunk) => {
+        req.destroy();
+        resolve(chunk.toString());
+      });
+    });
+    req.on('error', () => {});
+    req.on('close', () => reject(new Error('closed before any chunk')));
+    req.end(JSON.stringify(body));
+  });
 }
