@@ -26,6 +26,9 @@ enum class WeightFormat : uint8_t {
           // weight_scale, transformers' weight_scale_inv)
   INT4,   // compressed-tensors W4A16: 4-bit q packed 8 per int32 lowest bits first [rows, cols/8],
           // value (q - 8) x a BF16 scale per 128 inputs of a row; activations not quantized
+  INT4G,  // compressed-tensors W4A16 with another group size or F16/F32 scales: INT4's codes, value
+          // (q - 8) x an F32 scale per `group` inputs of a row (16-bit scales widened at load). Run
+          // by the generic kernels only (the vector kernels take INT4's BF16 scales per 128)
   INT2,   // 2-bit q packed 4 per byte lowest bits first [rows, cols/4], value (q - 1.5) x a BF16
           // scale per 128 inputs of a row; activations quantized to int8 per 128 inputs (W2A8,
           // number_formats.h). The draft head's copy only: no checkpoint holds it
@@ -56,6 +59,7 @@ struct WeightView {
   int64_t scale_cols = 0;               // row stride of the scale tensor
   std::string_view label;               // the tensor's name, for messages
   float global_scale = 1.0f;            // NVFP4: multiplies every block scale
+  int64_t group = 0;                    // INT4G: inputs per scale
 
   bool present() const { return data != nullptr; }
   int64_t numel() const { return rows * cols; }

@@ -10,6 +10,7 @@ int64_t view_bytes(const WeightView& w) {
     case WeightFormat::FP8: return w.rows * w.cols + (w.rows + 127) / 128 * w.scale_cols;
     case WeightFormat::FP8F: return w.rows * w.cols + (w.rows + 127) / 128 * w.scale_cols * 4;
     case WeightFormat::INT4: return w.rows * (w.cols / 2) + w.rows * w.scale_cols * 2;
+    case WeightFormat::INT4G: return w.rows * (w.cols / 2) + w.rows * w.scale_cols * 4;
     case WeightFormat::INT2: return w.rows * (w.cols / 4) + w.rows * w.scale_cols * 2;
     case WeightFormat::FP4:
     case WeightFormat::NVFP4: return w.rows * (w.cols / 2) + w.rows * w.scale_cols;

@@ -32,16 +32,19 @@ void add_compressor(GroupBuilder& g, const CompressorWeights& c) {
   for (const WeightView* w : {&c.ape, &c.wkv, &c.wgate, &c.norm}) g.add(*w);
 }
 
-void add_attention(GroupBuilder& g, const BlockWeights& b) {
+// The attention's weights; its compressors and indexer into `compressors` when given (the target
+// reports them apart: quantized layouts encode them on their own).
+void add_attention(GroupBuilder& g, const BlockWeights& b, GroupBuilder* compressors = nullptr) {
   const AttentionWeights& a = b.attn;
   for (const WeightView* w : {&a.attn_sink, &a.wq_a, &a.q_norm, &a.wq_b, &a.wkv, &a.kv_norm, &a.wo_a, &a.wo_b,
                               &b.attn_norm, &b.hc_attn.fn, &b.hc_attn.base, &b.hc_attn.scale})
     g.add(*w);
-  if (a.compressor) add_compressor(g, *a.compressor);
+  GroupBuilder& c = compressors ? *compressors : g;
+  if (a.compressor) add_compressor(c, *a.compressor);
   if (a.indexer) {
-    g.add(a.indexer->wq_b);
-    g.add(a.indexer->weights_proj);
-    add_compressor(g, a.indexer->compressor);
+    c.add(a.indexer->wq_b);
+    c.add(a.indexer->weights_proj);
+    add_compressor(c, a.indexer->compressor);
   }
 }
 
@@ -111,9 +114,11 @@ std::string ModuleEncoding::encoding() const {
 }
 
 std::vector<ModuleEncoding> summarize_encodings(const ModelWeights& w, const ModelConfig& c) {
-  GroupBuilder embed, attention, router, shared, routed, head, mtp;
+  GroupBuilder embed, attention, compressors, router, shared, routed, head, mtp;
   embed.m = {"embed", {}, 0, 0, "one row"};
   attention.m = {"target attention", {}, 0, 0, "all layers' attention, its norm and hyper-connection"};
+  compressors.m = {"compressors and indexers", {}, 0, 0,
+                   "the compressed layers' KV compressors and sparse-attention indexers (wkv, wgate, wq_b, weights_proj)"};
   router.m = {"router and FFN norms", {}, 0, 0, "gate, bias (or one tid2eid row), FFN norm and hyper-connection"};
   shared.m = {"shared experts", {}, 0, 0, "every layer's shared expert"};
   routed.m = {"routed experts", {}, 0, 0, cat(c.num_experts_per_tok, " of each layer's ", c.n_routed_experts,
@@ -122,7 +127,7 @@ std::vector<ModuleEncoding> summarize_encodings(const ModelWeights& w, const Mod
   mtp.m = {"MTP", {}, 0, 0, "one draft step's own weights (the head it shares with the target not included)"};
   embed.add_row(w.embed);
   for (const BlockWeights& b : w.layers) {
-    add_attention(attention, b);
+    add_attention(attention, b, &compressors);
     add_router(router, b);
     add_shared(shared, b.ffn);
     add_routed(routed, b.ffn, c);
@@ -138,8 +143,8 @@ std::vector<ModuleEncoding> summarize_encodings(const ModelWeights& w, const Mod
       mtp.add(*v);
   }
   std::vector<ModuleEncoding> out;
-  for (GroupBuilder* g : {&embed, &attention, &router, &shared, &routed, &head})
-    out.push_back(std::move(g->m));
+  for (GroupBuilder* g : {&embed, &attention, &compressors, &router, &shared, &routed, &head})
+    if (g != &compressors || g->m.bytes > 0) out.push_back(std::move(g->m));
   if (!w.mtp.empty()) out.push_back(std::move(mtp.m));
   if (w.dspark) out.push_back(dspark_draft_step(*w.dspark, w, c));
   return out;

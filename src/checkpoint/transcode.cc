@@ -134,6 +134,48 @@ float fp4_to_nvfp4_scales(const ScaledWeight& w, std::vector<uint8_t>& scales) {
   return std::ldexp(1.0f, smax - 127 - 8);
 }
 
+// The compressors' and the indexer's projections, BF16 in the release: FP8 blocks in W4A16-FP8.
+bool is_fp8_in_w4a16(const std::string& name) {
+  return name.rfind("layers.", 0) == 0 &&
+         (ends_with(name, ".attn.compressor.wkv.weight") || ends_with(name, ".attn.compressor.wgate.weight") ||
+          ends_with(name, ".attn.indexer.compressor.wkv.weight") || ends_with(name, ".attn.indexer.compressor.wgate.weight") ||
+          ends_with(name, ".attn.indexer.weights_proj.weight"));
+}
+
+// A BF16 matrix as compressed-tensors FP8 blocks (llm-compressor's FP8_BLOCK with ue8m0 scales):
+// e4m3 codes (RNE) and an F32 multiplier per 128x128 tile, the power of two at or above amax/448.
+void push_fp8_blocks(std::vector<OutputTensor>& out, const std::string& prefix, const TensorInfo& t) {
+  const int64_t rows = t.shape.at(0), cols = t.shape.at(1);
+  const int64_t tr = (rows + kFp8Block - 1) / kFp8Block, tc = (cols + kFp8Block - 1) / kFp8Block;
+  auto scales = std::make_shared<std::vector<float>>(size_t(tr * tc));
+  const TensorInfo* info = &t;
+  out.push_back({{prefix + ".weight", DType::F8_E4M3, {rows, cols}}, [info, rows, cols, tc, scales] {
+                   const auto at = [&](int64_t r, int64_t c) {
+                     uint16_t h;
+                     std::memcpy(&h, info->data + 2 * (r * cols + c), 2);
+                     return bf16_to_f32(h);
+                   };
+                   std::vector<uint8_t> codes(size_t(rows * cols));
+                   for (int64_t r0 = 0; r0 < rows; r0 += kFp8Block)
+                     for (int64_t c0 = 0; c0 < cols; c0 += kFp8Block) {
+                       const int64_t r1 = std::min(rows, r0 + kFp8Block), c1 = std::min(cols, c0 + kFp8Block);
+                       float amax = 0;
+                       for (int64_t r = r0; r < r1; ++r)
+                         for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(at(r, c)));
+                       const float s = pow2_ceil(std::max(amax, 1e-30f) / 448.0f);
+                       (*scales)[size_t((r0 / kFp8Block) * tc + c0 / kFp8Block)] = s;
+                       for (int64_t r = r0; r < r1; ++r)
+                         for (int64_t c = c0; c < c1; ++c) codes[size_t(r * cols + c)] = f32_to_e4m3(at(r, c) / s);
+                     }
+                   return codes;
+                 }});
+  out.push_back({{prefix + ".weight_scale", DType::F32, {tr, tc}}, [scales] {  // (filled by the codes' call)
+                   std::vector<uint8_t> b(scales->size() * 4);
+                   std::memcpy(b.data(), scales->data(), b.size());
+                   return b;
+                 }});
+}
+
 // INT4 (W4A16) of a weight's values (quantize_int4_rows), packed 8 per int32, lowest bits first
 // (= two per byte, low nibble first, little-endian).
 void push_int4(std::vector<OutputTensor>& out, const std::string& prefix, const ScaledWeight& w) {
@@ -198,7 +240,9 @@ std::vector<OutputTensor> plan_outputs(const TensorIndex& index, CheckpointEncod
         ends_with(name, ".weight") ? index.find(name.substr(0, name.size() - 7) + ".scale") : nullptr;
     if (!scale) {
       // Norms as transformers keeps them (F32); everything else as stored.
-      if ((hf && ends_with(name, "norm.weight") && info->dtype == DType::BF16) ||
+      if (int4 && is_fp8_in_w4a16(name) && info->dtype == DType::BF16)
+        push_fp8_blocks(out, name.substr(0, name.size() - 7), *info);
+      else if ((hf && ends_with(name, "norm.weight") && info->dtype == DType::BF16) ||
           (int4 && name == "head.weight" && info->dtype == DType::BF16))  // the W4A16 export's F32 head
         out.push_back({{name_of(name), DType::F32, info->shape}, [info] { return bf16_to_f32_bytes(*info); }});
       else
@@ -279,15 +323,30 @@ json output_config(const ModelConfig& c, CheckpointEncoding e) {
     case CheckpointEncoding::CtFp8:
     case CheckpointEncoding::CtInt4: {
       json j = c.to_json();
-      j["quantization_config"] = {
-          {"quant_method", "compressed-tensors"},
-          {"format", "mixed-precision"},
-          {"config_groups",
-           {{"group_0",
-             {{"targets", {"re:.*ffn\\.experts\\..*"}},
-              {"format", "nvfp4-pack-quantized"},
-              {"weights", {{"num_bits", 4}, {"type", "float"}, {"strategy", "tensor_group"}, {"group_size", 16}}}}}}},
-          {"ignore", {"lm_head", "re:.*mtp\\..*"}}};
+      // The routed experts' 4-bit group: NVFP4 (float, 16) or, in W4A16, INT4 (int, symmetric, 128);
+      // W4A16-FP8 adds its FP8 blocks (attention, compressors, indexer) with dynamic activations.
+      const bool int4 = e == CheckpointEncoding::CtInt4;
+      const json experts =
+          int4 ? json{{"targets", {"re:.*ffn\\.experts\\..*"}},
+                      {"format", "pack-quantized"},
+                      {"weights", {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"},
+                                   {"group_size", kInt4Group}}}}
+               : json{{"targets", {"re:.*ffn\\.experts\\..*"}},
+                      {"format", "nvfp4-pack-quantized"},
+                      {"weights", {{"num_bits", 4}, {"type", "float"}, {"strategy", "tensor_group"}, {"group_size", 16}}}};
+      json groups = {{"group_0", experts}};
+      if (int4)
+        groups["group_1"] = {{"targets", {"re:.*attn\\.(wq_a|wq_b|wkv|wo_a|wo_b)$", "re:.*compressor\\.(wkv|wgate)$",
+                                          "re:.*indexer\\.(wq_b|weights_proj)$"}},
+                             {"format", "float-quantized"},
+                             {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "block"},
+                                          {"block_structure", {kFp8Block, kFp8Block}}}},
+                             {"input_activations", {{"num_bits", 8}, {"type", "float"}, {"strategy", "group"},
+                                                    {"group_size", kFp8Block}, {"dynamic", true}}}};
+      j["quantization_config"] = {{"quant_method", "compressed-tensors"},
+                                  {"format", "mixed-precision"},
+                                  {"config_groups", std::move(groups)},
+                                  {"ignore", {"lm_head", "re:.*mtp\\..*"}}};
       return j;
     }
   }

@@ -144,6 +144,15 @@ ModelConfig parse_config(const json& j, const std::string& source) {
     if (q.contains("scale_fmt"))
       DSV4_CHECK(q["scale_fmt"] == "ue8m0", source, ": key 'quantization_config.scale_fmt' must be \"ue8m0\", got ",
                  q["scale_fmt"].dump());
+    if (q.contains("config_groups") && q["config_groups"].is_object())
+      for (const auto& [name, group] : q["config_groups"].items()) {
+        const json* w = group.is_object() && group.contains("weights") ? &group["weights"] : nullptr;
+        if (!w || !w->is_object() || w->value("num_bits", json()) != 4 || w->value("type", json()) != "int") continue;
+        const json g = w->value("group_size", json());
+        DSV4_CHECK(g.is_number_integer() && g.get<int64_t>() > 0, source, ": key 'quantization_config.config_groups.",
+                   name, ".weights.group_size' must be a positive integer for 4-bit integer weights, got ", g.dump());
+        c.int4_group_size = g.get<int64_t>();
+      }
   }
   read_hf_dialect(j, source, c);
   c.validate();

@@ -59,6 +59,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 4096;
   std::string expert_dtype = "fp4";           // "fp4": routed experts are packed e2m1
   int64_t weight_block_size = 128;            // quantization_config.weight_block_size
+  // compressed-tensors: the group_size of its 4-bit integer weights (quantization_config.
+  // config_groups.*.weights with num_bits 4, type int); 0 where the config states none.
+  int64_t int4_group_size = 0;
   // DSpark (DeepSeek-V4-Flash-0731): the mtp.N.* stages are a block drafter, not the MTP module.
   // Their number is len(compress_ratios) - num_hidden_layers (num_nextn_predict_layers still says 1).
   int64_t dspark_block_size = 0;              // B rows drafted per pass; 0 = no DSpark drafter

@@ -8,8 +8,10 @@ Compressor::Compressor(const CompressorWeights& w, const ModelConfig& c, const R
 void Compressor::store_state(Pass& p, const Tensor& x, size_t layer) const {
   const int64_t n = x.rows(), proj = w_.wkv.rows;
   Tensor kv = p.alloc({n, proj}), score = p.alloc({n, proj});
-  p.be.linear(x, w_.wkv, kv, {ActQuant::None, /*round_bf16=*/false});
-  p.be.linear(x, w_.wgate, score, {ActQuant::None, /*round_bf16=*/false});
+  // fp32 out, as the reference. The release's BF16 weights multiply the activations as they are;
+  // FP8 blocks (compressed-tensors W4A16-FP8) quantize them per 128 inputs, as FP8 linears do.
+  p.be.linear(x, w_.wkv, kv, {ActQuant::ByWeight, /*round_bf16=*/false});
+  p.be.linear(x, w_.wgate, score, {ActQuant::ByWeight, /*round_bf16=*/false});
   std::vector<RowTable*> states(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     states[size_t(r)] = &state_table(p.cache(r, layer));

@@ -50,9 +50,6 @@ struct Binder {
     }
     check->missing.push_back(name);
   }
-  void unsupported(const TensorInfo& t, const std::string& encoding) {
-    problem(t, cat("stored as ", encoding, ": an encoding this engine recognizes but has no kernels for yet"));
-  }
 
   // An F32 copy of a small BF16 or F16 tensor, owned by the weights being bound.
   const uint8_t* widened(const TensorInfo& t) {
@@ -198,22 +195,34 @@ struct Binder {
                    inverted ? 1.0f / g : g};
   }
 
-  // compressed-tensors pack-quantized INT4 (W4A16, symmetric): int32 words [rows, cols/8], a BF16
-  // scale per 128 inputs, weight_shape = the logical [rows, cols].
+  // compressed-tensors pack-quantized INT4 (W4A16, symmetric): int32 words [rows, cols/8], a
+  // scale per group of inputs ([rows, cols/group]), weight_shape = the logical [rows, cols]. BF16
+  // scales per 128 (canada-quant's, GPTQ's default) run on the vector kernels (INT4); any other group
+  // or F16/F32 scales on the generic ones (INT4G, scales widened to F32). The group is read from the
+  // scale's shape and must be what config.json's config_groups states, where it states one.
   void int4(WeightView& w, const TensorInfo& packed, const TensorInfo* scale, const TensorInfo* shape,
             const std::string& p, int64_t rows, int64_t cols, const std::string& geometry) {
     if (packed.dtype != DType::I32)
       return problem(packed, cat("dtype ", dtype_name(packed.dtype), ", expected I32 (INT4: eight 4-bit values per word)"));
     if (!has_shape(packed, {rows, cols / 8}, "INT4 words of " + geometry)) return;
+    const int64_t stated = c.int4_group_size;
+    const int64_t expected_group = stated > 0 ? stated : kInt4Group;
     if (!scale)
-      return problem(packed, cat("INT4 codes without their scales, expected '", p, ".weight_scale' BF16 [", rows, ", ",
-                                 cols / kInt4Group, "]"));
-    if (scale->dtype != DType::BF16)
-      return unsupported(packed, cat("INT4 with ", dtype_name(scale->dtype), " group scales ('", scale->name, "')"));
-    if (scale->shape.size() == 2 && scale->shape[0] == rows && scale->shape[1] > 0 && cols % scale->shape[1] == 0 &&
-        cols / scale->shape[1] != kInt4Group)
-      return unsupported(packed, cat("INT4 with groups of ", cols / scale->shape[1], " inputs (", kInt4Group, " runs)"));
-    if (!has_shape(*scale, {rows, cols / kInt4Group}, "one BF16 per 128 inputs of " + geometry)) return;
+      return problem(packed, cat("INT4 codes without their scales, expected '", p, ".weight_scale' BF16, F16 or F32 [", rows,
+                                 ", ", cols / expected_group, "]"));
+    if (scale->dtype != DType::BF16 && scale->dtype != DType::F16 && scale->dtype != DType::F32)
+      return problem(*scale, cat("dtype ", dtype_name(scale->dtype), ", expected BF16, F16 or F32 (the group scales of ",
+                                 packed.name, ")"));
+    const bool grouped = scale->shape.size() == 2 && scale->shape[0] == rows && scale->shape[1] > 0 &&
+                         cols % scale->shape[1] == 0;
+    if (!grouped) {
+      has_shape(*scale, {rows, cols / expected_group}, cat("one scale per ", expected_group, " inputs of ", geometry));
+      return;
+    }
+    const int64_t group = cols / scale->shape[1];
+    if (stated > 0 && group != stated)
+      return problem(*scale, cat("shape ", scale->shape_string(), ": groups of ", group, " inputs, but config.json's "
+                                 "quantization_config states group_size ", stated));
     if (shape) {
       bool ok = (shape->dtype == DType::I64 || shape->dtype == DType::I32) && shape->numel() == 2;
       for (int64_t i = 0; ok && i < 2; ++i) {
@@ -228,7 +237,13 @@ struct Binder {
       }
       if (!ok) return problem(*shape, cat("does not hold [", rows, ", ", cols, "] (the logical shape of ", packed.name, ")"));
     }
-    w = WeightView{WeightFormat::INT4, rows, cols, packed.data, scale->data, cols / kInt4Group, packed.name};
+    if (group == kInt4Group && scale->dtype == DType::BF16) {
+      w = WeightView{WeightFormat::INT4, rows, cols, packed.data, scale->data, cols / kInt4Group, packed.name};
+      return;
+    }
+    const uint8_t* scales = scale->dtype == DType::F32 ? scale->data : widened(*scale);
+    w = WeightView{WeightFormat::INT4G, rows, cols, packed.data, scales, cols / group, packed.name};
+    w.group = group;
   }
 
   // FP8 codes with a float multiplier per 128x128 tile (compressed-tensors' weight_scale, the
@@ -247,6 +262,7 @@ struct Binder {
   }
 
   void fp8(WeightView& w, const std::string& p, int64_t rows, int64_t cols) { linear(w, p, rows, cols); }
+  void dense(WeightView& w, const std::string& p, int64_t rows, int64_t cols) { linear(w, p, rows, cols); }
   void expert(WeightView& w, const std::string& p, int64_t rows, int64_t cols) { linear(w, p, rows, cols); }
 
   // The routed experts of a layer run with kernels chosen from expert 0's w1 and w2.

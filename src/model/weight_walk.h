@@ -43,6 +43,9 @@ inline std::string dtypes_string(const std::vector<DType>& ds) {
 //                                             bias) a BF16 tensor is accepted too, widened to F32 at
 //                                             load (kilobytes; the ops read these as floats)
 //   fp8(view, prefix, rows, cols)             a matrix the release stores as FP8 (128x128 tiles)
+//   dense(view, prefix, rows, cols)           a matrix the release stores in BF16 (prefix.weight) and
+//                                             quantized layouts may store in any matrix encoding
+//                                             (the compressors' and the indexer's projections)
 //   expert(view, prefix, rows, cols)          a routed expert's matrix: FP4 in the release (FP8 when
 //                                             expert_dtype=fp8)
 // Those are the release's encodings (the table make-checkpoint writes); the Binder reads each
@@ -75,8 +78,8 @@ struct Walk {
     w.overlap = ratio == 4;
     const int64_t proj = (w.overlap ? 2 : 1) * width;
     v.plain(w.ape, p + "ape", {ratio, proj}, {DType::F32, DType::BF16});
-    v.plain(w.wkv, p + "wkv.weight", {proj, c.hidden_size}, {DType::BF16, DType::F32});
-    v.plain(w.wgate, p + "wgate.weight", {proj, c.hidden_size}, {DType::BF16, DType::F32});
+    v.dense(w.wkv, p + "wkv", proj, c.hidden_size);
+    v.dense(w.wgate, p + "wgate", proj, c.hidden_size);
     norm(w.norm, p + "norm.weight", width);
   }
 
@@ -98,8 +101,7 @@ struct Walk {
       if (!w.indexer) w.indexer.emplace();
       const std::string ip = p + "indexer.";
       v.fp8(w.indexer->wq_b, ip + "wq_b", c.index_n_heads * c.index_head_dim, c.q_lora_rank);
-      v.plain(w.indexer->weights_proj, ip + "weights_proj.weight", {c.index_n_heads, D},
-              {DType::BF16, DType::F32});
+      v.dense(w.indexer->weights_proj, ip + "weights_proj", c.index_n_heads, D);
       compressor(w.indexer->compressor, ip + "compressor.", ratio, c.index_head_dim);
     }
   }

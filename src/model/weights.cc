@@ -21,6 +21,7 @@ struct ViewCollector {
   }
   void plain(WeightView& w, const std::string&, const std::vector<int64_t>&, const std::vector<DType>&) { add(w); }
   void fp8(WeightView& w, const std::string&, int64_t, int64_t) { add(w); }
+  void dense(WeightView& w, const std::string&, int64_t, int64_t) { add(w); }
   void expert(WeightView& w, const std::string&, int64_t, int64_t) { add(w); }
 };
 
@@ -39,6 +40,9 @@ struct TableCollector {
     specs.push_back({p + ".scale", scale_shape(f, rows, cols), {DType::F8_E8M0}, current_group});
   }
   void fp8(WeightView&, const std::string& p, int64_t rows, int64_t cols) { scaled(WeightFormat::FP8, p, rows, cols); }
+  void dense(WeightView& w, const std::string& p, int64_t rows, int64_t cols) {
+    plain(w, p + ".weight", {rows, cols}, {DType::BF16, DType::F32});
+  }
   void expert(WeightView& w, const std::string& p, int64_t rows, int64_t cols) {
     scaled(c.expert_dtype == "fp8" ? WeightFormat::FP8 : WeightFormat::FP4, p, rows, cols);
   }

@@ -127,11 +127,11 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config, bool with_mt
 //   X.weight_scale F32     (or X.weight_scale_inv; BF16 and F16 widened to F32 at load) with
 //                          X.weight F8_E4M3: FP8 with a float multiplier per 128x128 tile (FP8F);
 //   X.weight_packed I32    + X.weight_scale BF16 per 128 inputs (+ X.weight_shape): compressed-
-//                          tensors INT4 W4A16, value (q - 8) x scale (INT4);
+//                          tensors INT4 W4A16, value (q - 8) x scale (INT4); other groups (as
+//                          the scale's shape says, and config.json's config_groups where it
+//                          states one) or F16/F32 scales: INT4G, scales widened to F32;
 //   none                   X.weight BF16 or F32, used as stored;
-// and each scale's shape is checked against the weight's [rows, cols]. Encodings recognized
-// but not run yet (INT4 with scales of another dtype or groups other than 128) fail
-// with a message naming them. The routed experts of
+// and each scale's shape is checked against the weight's [rows, cols]. The routed experts of
 // one layer must share one encoding (their kernels are chosen once per layer).
 ModelWeights bind_weights(const TensorStore& store, const ModelConfig& config);
 

@@ -21,6 +21,7 @@ int64_t row_bytes(const WeightView& w) {
     case WeightFormat::NVFP4: return w.cols / 2 + w.cols / 16;
     case WeightFormat::FP8F: return w.cols + 1;
     case WeightFormat::INT4: return w.cols / 2 + w.cols / 64;
+    case WeightFormat::INT4G: return w.cols / 2 + 4 * w.scale_cols;
     case WeightFormat::INT2: return w.cols / 4 + w.cols / 64;
     case WeightFormat::BF16: return 2 * w.cols;
     default: return 4 * w.cols;

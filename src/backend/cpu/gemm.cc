@@ -215,6 +215,7 @@ void decode_row(const WeightView& w, int64_t m, float* out) {
       break;
     }
     case WeightFormat::INT4:
+    case WeightFormat::INT4G:
       for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
       break;
     case WeightFormat::INT2:
@@ -300,6 +301,13 @@ void gemm_rows_reference(const PreparedInput& in, const WeightView& w, int64_t m
           uint16_t h;
           std::memcpy(&h, ws + b * 2, 2);
           acc += dot(x + k0, scratch + k0, kInt4Group) * bf16_to_f32(h);
+        }
+      } else if (w.format == WeightFormat::INT4G) {  // W4A16, F32 scales per w.group inputs
+        const uint8_t* ws = w.scale + m * w.scale_cols * 4;
+        for (int64_t b = 0; b < w.scale_cols; ++b) {
+          float s;
+          std::memcpy(&s, ws + b * 4, 4);
+          acc += dot(x + b * w.group, scratch + b * w.group, w.group) * s;
         }
       } else if (w.format == WeightFormat::NVFP4) {
         const uint8_t* ws = w.scale + m * w.scale_cols;

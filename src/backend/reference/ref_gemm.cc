@@ -32,7 +32,8 @@ float weight_code(const WeightView& w, int64_t m, int64_t k) {
     case WeightFormat::FP8F: return e4m3_to_f32(w.data[m * w.cols + k]);
     case WeightFormat::FP4:
     case WeightFormat::NVFP4: return fp4_packed_at(w.data + m * (w.cols / 2), k);  // low nibble = even column
-    case WeightFormat::INT4: return int4_packed_at(w.data + m * (w.cols / 2), k);
+    case WeightFormat::INT4:
+    case WeightFormat::INT4G: return int4_packed_at(w.data + m * (w.cols / 2), k);
     case WeightFormat::INT2: return int2_packed_at(w.data + m * (w.cols / 4), k);
     default: not_a_matrix(w);
   }
@@ -58,6 +59,7 @@ void weight_codes(const WeightView& w, int64_t m, float* out) {
       for (int64_t k = 0; k < K; ++k) out[k] = fp4_packed_at(w.data + m * (K / 2), k);
       return;
     case WeightFormat::INT4:
+    case WeightFormat::INT4G:
       for (int64_t k = 0; k < K; ++k) out[k] = int4_packed_at(w.data + m * (K / 2), k);
       return;
     case WeightFormat::INT2:
@@ -82,6 +84,11 @@ float weight_scale(const WeightView& w, int64_t m, int64_t k) {
     case WeightFormat::FP8F: {
       float s;
       std::memcpy(&s, w.scale + ((m / kFp8Block) * w.scale_cols + k / kFp8Block) * 4, 4);
+      return s;
+    }
+    case WeightFormat::INT4G: {
+      float s;
+      std::memcpy(&s, w.scale + (m * w.scale_cols + k / w.group) * 4, 4);
       return s;
     }
     default: return 1.0f;
@@ -139,7 +146,9 @@ float block_dot(const float* x, const float* c, int64_t k0, int64_t k1) {
 // `codes` the weight's row m decoded (weight_code).
 float dot(const float* x, const float* x_scales, const WeightView& w, int64_t m, const std::vector<float>& codes) {
   const auto& traits = weight_format_traits(w.format);
-  const int64_t K = w.cols, block = traits.has_scales() ? traits.scale_block_cols : std::max<int64_t>(K, 1);
+  const int64_t K = w.cols, block = w.format == WeightFormat::INT4G ? w.group
+                                   : traits.has_scales()            ? traits.scale_block_cols
+                                                                    : std::max<int64_t>(K, 1);
   float acc = 0.0f;
   for (int64_t k0 = 0; k0 < K; k0 += block) {
     const float partial = block_dot(x, codes.data(), k0, std::min(K, k0 + block));
