@@ -5,14 +5,16 @@
 namespace dsv4::cli {
 
 void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help) {
+  draft = DraftLength{0, true};
   cmd->add_option_function<std::string>(
          "--draft", [&draft](const std::string& text) { draft = parse_draft_length(text); }, help)
-      ->default_str("0");
+      ->default_str("auto");
 }
 
 DraftLength effective_draft(const Engine& engine, const DraftLength& requested, const std::string& command) {
   if ((!requested.automatic && requested.tokens == 0) || engine.proposer)
     return resolve_draft_length(requested, engine.proposer.get());
+  if (requested.automatic) return {};  // (auto without a drafter: plain decoding is what auto would choose)
   std::fprintf(stderr,
                "dsv4 %s: %s has no drafter (no mtp.0.* tensors: neither an MTP module nor DSpark stages): "
                "speculative decoding is off, the target decodes alone (--draft %s ignored)\n",

@@ -13,6 +13,8 @@ void add_metrics(nlohmann::json& j, const DecodeMetrics& m, const DraftLength& d
   j["accepted"] = m.accepted;
   j["acceptance_by_position"] = m.acceptance_by_position();
   j["verified_at_position"] = m.drafted_at;
+  j["verified_drafts_histogram"] = m.verified_steps;  // [k]: sequence steps that verified k drafts
+  j["verified_drafts_mean_by_window"] = m.mean_verified_by_window;  // per 64 sequence steps, in order
   j["mean_accepted_length"] = m.mean_accepted_length();
   const int64_t verified = m.full_steps + m.partial_steps + m.rejected_steps;
   j["steps"] = {{"full", m.full_steps},
@@ -23,9 +25,14 @@ void add_metrics(nlohmann::json& j, const DecodeMetrics& m, const DraftLength& d
   nlohmann::json pass = nlohmann::json::object(), drafting = nlohmann::json::object();
   for (auto [rows, s] : scheduler->pass_cost().points()) pass[std::to_string(rows)] = s * 1e3;
   for (auto [n, s] : scheduler->draft_cost().points()) drafting[std::to_string(n)] = s * 1e3;
+  const VerifyScheduler::Expectation& e = scheduler->expectation();
   j["verify_scheduler"] = {{"pass_ms_by_rows", pass},
                            {"draft_ms_by_sequences", drafting},
-                           {"planned_plain_steps", scheduler->plain_steps()}};
+                           {"planned_plain_steps", scheduler->plain_steps()},
+                           // Why: what the cost model expected of the lengths it chose, beside what came.
+                           {"expected_accepted_per_drafting_step", e.steps ? e.accepted / double(e.steps) : 0.0},
+                           {"measured_accepted_per_drafting_step", verified ? double(m.accepted) / double(verified) : 0.0},
+                           {"expected_gain_over_plain", e.gain()}};
 }
 
 std::string metrics_line(const DecodeMetrics& m, const DraftLength& draft) {

@@ -329,6 +329,8 @@ void Scheduler::publish_metrics() {
   s.draft_tokens = m.drafted;
   s.accepted_tokens = m.accepted;
   s.accepted_per_pos = m.accepted_at;
+  s.verified_steps = m.verified_steps;
+  if (const VerifyScheduler* v = decoder_.scheduler()) s.expected_gain = v->expectation().gain();
   s.prefix_cache_queries = prefix_queries_;
   s.prefix_cache_hits = prefix_hits_;
   s.prefix_cache_entries = int64_t(prefix_cache_.size());

@@ -140,6 +140,13 @@ std::string ServerMetrics::render(const std::string& model_name) const {
   for (size_t i = 0; i < s.accepted_per_pos.size(); ++i)
     line(out, "vllm:spec_decode_num_accepted_tokens_per_pos", m + ",position=\"" + std::to_string(i) + "\"",
          double(s.accepted_per_pos[i]));
+  header(out, "dsv4:spec_decode_verified_steps_total", "counter",
+         "Sequence steps by the number of drafts they verified (with draft auto: the verify length chosen).");
+  for (size_t k = 0; k < s.verified_steps.size(); ++k)
+    line(out, "dsv4:spec_decode_verified_steps_total", m + ",drafts=\"" + std::to_string(k) + "\"",
+         double(s.verified_steps[k]));
+  metric("dsv4:spec_decode_expected_gain", "gauge",
+         "The verify scheduler's expected speed of the verify lengths it chose, over plain decoding's.", s.expected_gain);
   header(out, "vllm:time_to_first_token_seconds", "histogram", "Time from arrival to the first token.");
   ttft_.render(out, "vllm:time_to_first_token_seconds", m);
   header(out, "vllm:inter_token_latency_seconds", "histogram", "Time between generated tokens.");

@@ -34,6 +34,8 @@ struct MetricsSnapshot {
   int64_t cache_bytes_held = 0, cache_bytes_allocated = 0;  // of those blocks / of the pools' chunks
   int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;
   std::vector<int64_t> accepted_per_pos;
+  std::vector<int64_t> verified_steps;                     // [k]: sequence steps that verified k drafts
+  double expected_gain = 1.0;                              // the verify scheduler's (auto), over plain
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / reused
   int64_t prefix_cache_entries = 0, prefix_cache_bytes = 0;
   int64_t cache_bytes_running = 0;                         // held by running sequences (shared blocks in full)

@@ -21,11 +21,24 @@ struct DecodeMetrics {
   int64_t full_steps = 0;                  // every draft accepted
   int64_t partial_steps = 0;               // some, not all, accepted: the rollback path
   int64_t rejected_steps = 0;              // no draft accepted
+  // The verify length over time: [k] sequence steps that verified k drafts, and the mean k of each
+  // window of kWindow sequence steps in order (the last, partial window not included).
+  static constexpr int kWindow = 64;
+  std::vector<int64_t> verified_steps;
+  std::vector<double> mean_verified_by_window;
+  int64_t window_sum = 0, window_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0;
 
   // One sequence's verification step: `drafted` drafts, the first `accepted` kept.
   void record_step(int drafted_now, int accepted_now) {
     ++sequence_steps;
+    if (verified_steps.size() <= size_t(drafted_now)) verified_steps.resize(size_t(drafted_now) + 1, 0);
+    ++verified_steps[size_t(drafted_now)];
+    window_sum += drafted_now;
+    if (++window_steps == kWindow) {
+      mean_verified_by_window.push_back(double(window_sum) / kWindow);
+      window_sum = window_steps = 0;
+    }
     drafted += drafted_now;
     accepted += accepted_now;
     if (drafted_at.size() < size_t(drafted_now)) {
@@ -57,6 +70,10 @@ struct DecodeMetrics {
       drafted_at[j] += m.drafted_at[j];
       accepted_at[j] += m.accepted_at[j];
     }
+    verified_steps.resize(std::max(verified_steps.size(), m.verified_steps.size()), 0);
+    for (size_t k = 0; k < m.verified_steps.size(); ++k) verified_steps[k] += m.verified_steps[k];
+    mean_verified_by_window.insert(mean_verified_by_window.end(), m.mean_verified_by_window.begin(),
+                                   m.mean_verified_by_window.end());
     full_steps += m.full_steps;
     partial_steps += m.partial_steps;
     rejected_steps += m.rejected_steps;

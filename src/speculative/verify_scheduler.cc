@@ -278,7 +278,18 @@ std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* cons
       cumulative[i].push_back(c);
     }
   }
-  return best(cumulative, /*sunk_draft=*/true, drafted, depth);
+  std::vector<int> chosen = best(cumulative, /*sunk_draft=*/true, drafted, depth);
+  // What the model expects of the choice, to set beside what verification finds (the report).
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (chosen[i] == 0) continue;
+    ++expected_.steps;
+    for (int j = 0; j < chosen[i]; ++j) expected_.accepted += cumulative[i][size_t(j)];
+  }
+  std::vector<std::vector<double>> none(cumulative.size());
+  const std::vector<int> zero(cumulative.size(), 0);
+  expected_.seconds += 1.0 / std::max(expected_rate(cumulative, chosen, drafted, depth), 1e-12);
+  expected_.plain_seconds += 1.0 / std::max(expected_rate(none, zero, 0, 0), 1e-12);
+  return chosen;
 }
 
 }  // namespace dsv4

@@ -97,6 +97,15 @@ class VerifyScheduler {
   const CostCurve& draft_cost() const { return draft_; }  // per drafted sequence count (Once) or per depth unit (PerDraft)
   const AcceptanceHistory& history() const { return history_; }
   bool calibrating() const { return pass_.measured_points() < 2; }
+  // What the cost model expected of the verify lengths it chose (steps past calibration):
+  // accepted drafts, and the seconds per token of those steps and of plain steps in their place.
+  struct Expectation {
+    int64_t steps = 0;         // sequence steps that verified drafts
+    double accepted = 0;       // Σ expected accepted drafts over them
+    double seconds = 0, plain_seconds = 0;  // Σ per selection: 1 / expected rate, 1 / plain rate
+    double gain() const { return seconds > 0 ? plain_seconds / seconds : 1.0; }
+  };
+  const Expectation& expectation() const { return expected_; }
   int64_t plain_steps() const { return plain_steps_; }  // steps planned without drafts
 
   // The expected rate (tokens/s) of verifying, per sequence, the prefix counts `n` of cumulative
@@ -116,6 +125,7 @@ class VerifyScheduler {
   AcceptanceHistory history_;
   std::vector<double> predicted_, observed_;  // per draft position: Σ survival predicted, drafts accepted
   double overhead_ = 0;
+  Expectation expected_;
   int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, probe_interval_ = 0;
   bool calibrated_full_ = false, frozen_ = false, probing_ = false;
 };

@@ -60,6 +60,38 @@ TEST(PartialAcceptance, GreedySpeculativeEqualsPlainOverLongGenerations) {
   }
 }
 
+// --draft auto with the MTP (the default wherever a checkpoint has a drafter), with given costs
+// (a pass of 10 ms + 0.2 ms a row, a draft depth of 0.5 ms, frozen: the choice then depends on the
+// acceptance alone): it drafts, verifies lengths that vary with what each sequence has been
+// accepting, and the greedy output is plain decoding's over 420 tokens.
+TEST(PartialAcceptance, AutoChoosesVerifyLengthsAndKeepsTheGreedyOutput) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  const auto prompts = long_prompts(engine->config().vocab_size);
+  GenerateOptions o;
+  o.max_new_tokens = 420;
+  const auto plain = test::generate(*engine, prompts, o);
+  auto scheduler = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{4, DraftProposer::Cost::PerDraft, 8});
+  for (int64_t rows = 1; rows <= 15; ++rows) scheduler->record_pass(rows, 0.010 + 0.0002 * double(rows - 1));
+  for (int64_t n = 1; n <= 3; ++n) scheduler->record_draft(n, 1, 0.0005);
+  scheduler->freeze_costs();
+  SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  decoder.set_scheduler(std::move(scheduler));
+  o.draft_tokens = 4;
+  o.draft_auto = true;
+  const auto spec = decoder.generate(prompts, o);
+  const DecodeMetrics& m = decoder.metrics();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "sequence " << i;
+  std::printf("auto: %lld steps, verified by k:", (long long)m.sequence_steps);
+  for (int64_t n : m.verified_steps) std::printf(" %lld", (long long)n);
+  std::printf(", accepted %lld of %lld\n", (long long)m.accepted, (long long)m.drafted);
+  EXPECT_GT(m.drafted, m.sequence_steps / 2) << "auto rarely drafted where drafting pays";
+  EXPECT_GT(m.partial_steps, 10);
+  int lengths = 0;
+  for (size_t k = 1; k < m.verified_steps.size(); ++k) lengths += m.verified_steps[k] > 0;
+  EXPECT_GE(lengths, 2) << "auto verified a single length";
+  EXPECT_GT(decoder.scheduler()->expectation().gain(), 1.0);
+}
+
 TEST(PartialAcceptance, VerificationAndDraftLogitsAreBitExact) {
   auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
   const int64_t V = engine->config().vocab_size;

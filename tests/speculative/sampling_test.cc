@@ -112,6 +112,48 @@ TEST(SpeculativeSampling, JointDistributionThroughDraftDepthThreeIsTheTargets) {
   EXPECT_LT(wrong.p, 1e-5) << "the test cannot tell a biased rejection at depth >= 2 from the right one";
 }
 
+// --draft auto cuts each sequence's drafts to the length it chooses before verification: whatever
+// the cut, the emitted paths keep the target's joint distribution. Given costs (frozen) make it
+// verify different lengths across the batch.
+TEST(SpeculativeSampling, JointDistributionUnderAutoIsTheTargets) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  const std::vector<int32_t> prompt = test::random_prompt(4, engine->config().vocab_size, 92);
+  const SamplingParams sp{2.0f, 3, 1.0f, 3000};
+  const auto exact = exact_joint(*engine, prompt, sp, 4);
+  const int64_t n = 4000, batch = 2000;
+  std::map<std::vector<int32_t>, int64_t> counts;
+  DecodeMetrics m;
+  for (int64_t done = 0; done < n; done += batch) {
+    SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+    auto scheduler = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{3, DraftProposer::Cost::PerDraft, 8});
+    for (int64_t rows : {1, 2000, 4000, 6000, 8000}) scheduler->record_pass(rows, 0.010 + 5e-7 * double(rows));
+    scheduler->record_draft(1, 1, 0.0005);
+    scheduler->record_draft(2000, 1, 0.0006);
+    scheduler->freeze_costs();
+    decoder.set_scheduler(std::move(scheduler));
+    GenerateOptions o;
+    o.max_new_tokens = 5;
+    o.draft_tokens = 3;
+    o.draft_auto = true;
+    o.sampling = sp;
+    o.sampling.seed = sp.seed + uint64_t(done);
+    const std::vector<std::vector<int32_t>> prompts(size_t(batch), prompt);
+    for (auto& s : decoder.generate(prompts, o)) ++counts[std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + 4)];
+    m.add(decoder.metrics());
+  }
+  int64_t cells = 0;
+  const double p = test::goodness_of_fit_p_value(exact, counts, n, &cells);
+  std::printf("auto: chi-square p-value %.4g over %lld cells; verified by k:", p, (long long)cells);
+  for (int64_t c : m.verified_steps) std::printf(" %lld", (long long)c);
+  std::printf("\n");
+  EXPECT_GT(p, 1e-3);
+  EXPECT_GT(cells, 20);
+  int lengths = 0;
+  for (size_t k = 1; k < m.verified_steps.size(); ++k) lengths += m.verified_steps[k] > n / 20;
+  EXPECT_GE(lengths, 2) << "auto verified a single length: the cut is not under test";
+  EXPECT_GT(m.partial_steps, n / 10);
+}
+
 // A rounded draft head changes q (the drafts' distribution), never what is emitted: the
 // rejection test corrects by the q each draft was drawn from. The int4 copy moves q most.
 TEST(SpeculativeSampling, JointDistributionWithAnInt4DraftHeadIsTheTargets) {

@@ -252,6 +252,31 @@ TEST(VerifyScheduler, AChainDrafterPlansItsDepth) {
   EXPECT_GT(planned, 0);
 }
 
+// The two ends of the choice for a chain drafter (the MTP): drafts always accepted and a pass
+// whose time does not grow with its rows (verification free) — the deepest chain, and the model
+// expects it to beat plain decoding; drafts never accepted — no drafting (probes aside).
+TEST(VerifyScheduler, TheLargestKWhenAcceptanceIsOneAndVerificationFreeNoneWhenNothingIsAccepted) {
+  VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t) { return 0.010; }, [](int64_t) { return 0.001; });
+  AcceptanceHistory sure, never;
+  for (int i = 0; i < 300; ++i) {
+    s.record_step(sure, 4, 4);
+    s.record_step(never, 4, 0);
+  }
+  const AcceptanceHistory* one[] = {&sure};
+  const int limit[] = {4};
+  EXPECT_EQ(s.plan(one, limit), std::vector<int>{4});
+  Draft d;
+  d.tokens = {1, 2, 3, 4};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(one, ds), std::vector<int>{4});
+  EXPECT_GT(s.expectation().gain(), 3.0);  // ~5 tokens for 10 + 4 ms against 1 per 10 ms
+  EXPECT_NEAR(s.expectation().accepted / double(s.expectation().steps), 4.0, 0.2);
+  const AcceptanceHistory* none[] = {&never};
+  int drafted = 0;
+  for (int step = 0; step < 7; ++step) drafted += s.plan(none, limit)[0] > 0;
+  EXPECT_EQ(drafted, 0);
+}
+
 // A confidence head that says 0.5 for drafts that are always accepted (one trained on other text,
 // or one carrying no information): its survivals are scaled by what verification finds, and the
 // verify length follows the evidence.
