@@ -146,7 +146,7 @@ int run_bench(const BenchArgs& a) {
     // (it has no row for position 0), which is not the steady state of a long generation.
     e2e_prompt = a.e2e_prompt > 0 ? a.e2e_prompt : c.sliding_window + 32;
     progress("end to end on " + e2e_model);
-    e2e = bench::run_end_to_end(*engine, {{0}, {1}, {2}, {3}, {4}}, e2e_prompt, a.e2e_tokens, 7, a.e2e_rounds);
+    e2e = bench::run_end_to_end(*engine, {{0}, {1}, {2}, {3}, {4}, {0, true}}, e2e_prompt, a.e2e_tokens, 7, a.e2e_rounds);
     own_pattern.assign(c.compress_ratios.begin(), c.compress_ratios.begin() + c.num_hidden_layers);
   }
   // The speedup model at the acceptance measured end to end: for the measured checkpoint's own
@@ -169,7 +169,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<AtAcceptance> at(e2e.size());
   for (size_t i = 0; i < e2e.size(); ++i) {
     const int k = e2e[i].k;
-    if (k == 0) continue;
+    if (k == 0 || e2e[i].automatic) continue;  // (auto verifies varying lengths: no single-k model)
     at[i].own = bench::speedup_at_acceptance(sm_own, *mtp_block, k, e2e[i].acceptance_by_position);
     at[i].full = bench::speedup_at_acceptance(sm_e2e, *mtp_block, k, e2e[i].acceptance_by_position);
     if (r.mtp_vocab > 0)
@@ -246,6 +246,7 @@ int run_bench(const BenchArgs& a) {
   for (size_t i = 0; i < e2e.size(); ++i) {
     const bench::EndToEnd& e = e2e[i];
     nlohmann::json run = {{"k", e.k},
+                          {"auto", e.automatic},
                           {"tokens_per_s", e.tokens_per_s},
                           {"round_tokens_per_s", e.round_tokens_per_s},
                           {"speedup", e2e[0].tokens_per_s > 0 ? e.tokens_per_s / e2e[0].tokens_per_s : 0.0},
@@ -253,7 +254,14 @@ int run_bench(const BenchArgs& a) {
                           {"acceptance_by_position", e.acceptance_by_position},
                           {"partial_share", e.partial_share},
                           {"mean_accepted_length", e.mean_accepted_length}};
-    if (e.k > 0) {
+    if (e.automatic) {
+      nlohmann::json pass = nlohmann::json::object(), draft = nlohmann::json::object();
+      for (auto [rows, ms] : e.pass_ms_by_rows) pass[std::to_string(rows)] = ms;
+      for (auto [n, ms] : e.draft_ms) draft[std::to_string(n)] = ms;
+      run["verified_drafts_histogram"] = e.verified_steps;
+      run["cost_model"] = {{"pass_ms_by_rows", pass}, {"draft_ms_per_depth", draft}, {"expected_gain", e.expected_gain}};
+    }
+    if (e.k > 0 && !e.automatic) {
       run["model_this_checkpoint"] = measured_json(at[i].own);
       run["model_full"] = measured_json(at[i].full);
       if (r.mtp_vocab > 0) run["model_full_vocab32k"] = measured_json(at[i].full_vocab);
@@ -335,19 +343,29 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("\n  end to end on %s (%lld prompt tokens, %lld new, greedy, median of %d interleaved rounds):\n",
               e2e_model.c_str(), (long long)e2e_prompt, (long long)a.e2e_tokens, a.e2e_rounds);
-  std::printf("  %-3s %9s %8s %8s %-31s %8s   %s\n", "k", "tokens/s", "speedup", "tok/step", "acceptance by position",
+  std::printf("  %-4s %9s %8s %8s %-31s %8s   %s\n", "k", "tokens/s", "speedup", "tok/step", "acceptance by position",
               "partial", "speedup model at this acceptance: this checkpoint / 43 layers (the runs' draft head, 32k head)");
   for (size_t i = 0; i < e2e.size(); ++i) {
     const bench::EndToEnd& e = e2e[i];
     std::string by;
     for (double x : e.acceptance_by_position) by += (by.empty() ? "" : " ") + std::to_string(x).substr(0, 4);
-    std::printf("  %-3d %9.2f %8.2f %8.2f %-31s %8.2f", e.k, e.tokens_per_s,
+    std::printf("  %-4s %9.2f %8.2f %8.2f %-31s %8.2f", e.name().c_str(), e.tokens_per_s,
                 e2e[0].tokens_per_s > 0 ? e.tokens_per_s / e2e[0].tokens_per_s : 0.0, e.mean_accepted_length,
                 by.c_str(), e.partial_share);
-    if (e.k > 0)
+    if (e.k > 0 && !e.automatic)
       std::printf("   %.2f / %.2f, %.2f (MTP recompute %.2f ms a step)", at[i].own.speedup, at[i].full.speedup,
                   at[i].full_vocab.speedup, at[i].own.recompute_ms);
     std::printf("\n");
+  }
+  for (const bench::EndToEnd& e : e2e) {
+    if (!e.automatic) continue;
+    std::string hist, pass, draft;
+    for (size_t k = 0; k < e.verified_steps.size(); ++k) hist += cat(hist.empty() ? "" : ", ", k, ": ", e.verified_steps[k]);
+    for (auto [rows, ms] : e.pass_ms_by_rows) pass += cat(pass.empty() ? "" : ", ", rows, ": ", ms);
+    for (auto [n, ms] : e.draft_ms) draft += cat(draft.empty() ? "" : ", ", n, ": ", ms);
+    std::printf("  auto: steps by drafts verified {%s}; expected gain over plain %.2f\n", hist.c_str(), e.expected_gain);
+    std::printf("  auto's cost model (learned in its last run): pass ms by rows {%s}; draft ms per depth {%s}\n",
+                pass.c_str(), draft.c_str());
   }
   return 0;
 }

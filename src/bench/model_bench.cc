@@ -435,12 +435,20 @@ std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<DraftLeng
                " needs a drafter");
     resolved.push_back(resolve_draft_length(d, engine.proposer.get()));
   }
+  EndToEnd learned;  // the auto run's scheduler, as it ended
   auto run = [&](const DraftLength& d, int64_t n) {
     SpeculativeDecoder decoder(*engine.target, d.tokens > 0 ? engine.proposer.get() : nullptr);
     GenerateOptions o;
     o.max_new_tokens = n;
     apply_draft_length(d, o);
     decoder.generate(prompts, o);
+    if (const VerifyScheduler* s = decoder.scheduler(); s && d.automatic) {
+      learned.pass_ms_by_rows.clear();
+      learned.draft_ms.clear();
+      for (auto [rows, t] : s->pass_cost().points()) learned.pass_ms_by_rows.push_back({rows, t * 1e3});
+      for (auto [n2, t] : s->draft_cost().points()) learned.draft_ms.push_back({n2, t * 1e3});
+      learned.expected_gain = s->expectation().gain();
+    }
     return decoder.metrics();
   };
   DraftLength longest;
@@ -460,6 +468,12 @@ std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<DraftLeng
       e.mean_accepted_length = m.mean_accepted_length();
       e.partial_share = m.partial_share();
       e.verified_per_step = m.sequence_steps ? double(m.drafted) / double(m.sequence_steps) : 0.0;
+      if (e.automatic) {
+        e.verified_steps = m.verified_steps;
+        e.pass_ms_by_rows = learned.pass_ms_by_rows;
+        e.draft_ms = learned.draft_ms;
+        e.expected_gain = learned.expected_gain;
+      }
     }
   for (EndToEnd& e : rows) e.tokens_per_s = median(e.round_tokens_per_s);
   return rows;

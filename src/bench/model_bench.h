@@ -96,6 +96,11 @@ struct EndToEnd {
   double mean_accepted_length = 0;         // tokens per verification step
   double partial_share = 0;                // steps accepting some drafts, not all
   double verified_per_step = 0;            // drafts verified per step (auto: what the scheduler chose)
+  // auto (the last round's): steps by the drafts they verified, and the costs the verify scheduler
+  // learned — ms of a target pass by rows, ms of a draft by drafted sequences (per depth for the MTP).
+  std::vector<int64_t> verified_steps;
+  std::vector<std::pair<int64_t, double>> pass_ms_by_rows, draft_ms;
+  double expected_gain = 0;                // the scheduler's expected speed over plain decoding's
   std::string name() const { return automatic ? "auto" : std::to_string(k); }
 };
 std::vector<EndToEnd> run_end_to_end(Engine& engine, const std::vector<DraftLength>& lengths, int64_t prompt_tokens,

@@ -60,8 +60,15 @@ TEST(BenchCommand, JsonHasEveryFigure) {
   EXPECT_EQ(layers, 43);
   EXPECT_EQ(sm.at("points").size(), 16u);
   const auto& runs = j.at("end_to_end").at("runs");
-  ASSERT_EQ(runs.size(), 5u);
-  for (size_t k = 0; k < runs.size(); ++k) {
+  ASSERT_EQ(runs.size(), 6u);  // k = 0..4, then auto
+  // auto: the verify lengths it chose (one count per step) and the costs it learned.
+  const auto& automatic = runs[5];
+  EXPECT_TRUE(automatic.at("auto").get<bool>());
+  int64_t steps = 0;
+  for (auto& n : automatic.at("verified_drafts_histogram")) steps += n.get<int64_t>();
+  EXPECT_GT(steps, 0);
+  EXPECT_GE(automatic.at("cost_model").at("pass_ms_by_rows").size(), 2u);
+  for (size_t k = 0; k + 1 < runs.size(); ++k) {
     SCOPED_TRACE("k = " + std::to_string(k));
     EXPECT_EQ(runs[k].at("k").get<int>(), int(k));
     EXPECT_GT(runs[k].at("tokens_per_s").get<double>(), 0.0);
