@@ -135,8 +135,8 @@ void register_make_checkpoint(CLI::App& app, CommandResult& result) {
                   "norms and the HF config keys), fp8-experts (routed experts recast losslessly to FP8 tiles), nvfp4 "
                   "(ModelOpt: the target's routed experts as NVFP4), ct-nvfp4 (compressed-tensors: NVFP4 experts, "
                   "the MTP in BF16 with embed/head copies), ct-fp8 (compressed-tensors: FP8 weights with F32 block scales, "
-                  "NVFP4 experts), ct-int4 (compressed-tensors W4A16: INT4 experts, lossy; FP8 with F32 scales, BF16 "
-                  "shared experts and MTP, F32 head)")
+                  "NVFP4 experts), ct-int4 (compressed-tensors W4A16-FP8: INT4 experts, lossy; FP8 with F32 scales, "
+                  "the compressors' and indexer's projections too; BF16 shared experts and MTP, F32 head)")
       ->capture_default_str();
   cmd->add_option("--set", a->set,
                   "override a config key with a JSON value before validation, e.g. --set sliding_window=8 "

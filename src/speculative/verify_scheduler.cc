@@ -107,7 +107,9 @@ void VerifyScheduler::record_step(AcceptanceHistory& sequence, int drafted, int 
                                   std::span<const float> survival) {
   sequence.record(drafted, accepted);
   history_.record(drafted, accepted);
-  if (probing_ && drafted > 0 && accepted > 0) probe_interval_ = options_.probe_every;  // worth probing again soon
+  // (A probe's outcome goes into the histories at once: if it makes drafting pay, the next plan
+  // drafts and the probe interval starts over; drafts accepted that still do not pay — a cheap
+  // target, a dear drafter — leave the probes at their doubled interval.)
   // Each judged draft (those up to the first rejection): its predicted survival against its outcome.
   for (int j = 0; j < drafted && j <= accepted && size_t(j) < survival.size(); ++j) {
     if (predicted_.size() <= size_t(j)) {

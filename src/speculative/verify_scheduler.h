@@ -14,9 +14,9 @@
 // same prefix where drafting pays and a shorter one where it does not. Before drafting the rate,
 // with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
 // cost grows per draft, how deep to draft); where it does not, a probe step still drafts after
-// `probe_every` plain steps, then after twice as many (up to 8x) while probes keep failing, so
-// acceptance keeps being measured at a cost that shrinks while drafting keeps not paying; a probe
-// whose first draft is accepted brings the interval back to `probe_every`.
+// `probe_every` plain steps, then after twice as many (up to 8x) while drafting keeps not paying,
+// so acceptance keeps being measured at a cost that shrinks; once a probe's outcome makes drafting
+// pay, the plan drafts again and the interval starts over.
 //
 // A proposer's survivals are calibrated against what verification finds: per draft position, the
 // drafts accepted over the sum of the survivals predicted for them (both counted where the drafts

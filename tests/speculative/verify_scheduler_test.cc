@@ -189,14 +189,15 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
     if (s.plan(hs, limit)[0] > 0) probes.push_back(step);
   EXPECT_EQ(probes, (std::vector<int>{8, 24, 56, 120, 184}));
   EXPECT_GE(s.plain_steps(), 195);
-  // A probe whose first draft is accepted: the next one comes after 8 plain steps again.
+  // A probe whose first draft is accepted while drafting still cannot pay (a draft as dear as a
+  // pass): the probes stay at their longest interval.
   int step = 201;
   while (s.plan(hs, limit)[0] == 0) ++step;
   EXPECT_EQ(step, 248);
   s.record_step(h, 5, 1);
   int gap = 1;
   while (s.plan(hs, limit)[0] == 0) ++gap;
-  EXPECT_EQ(gap, 8);
+  EXPECT_EQ(gap, 64);
   // Drafts accepted nearly always: the whole block is asked for (a block costs the same for any K).
   AcceptanceHistory good;
   for (int i = 0; i < 200; ++i) s.record_step(good, 5, 5);
