@@ -17,7 +17,7 @@ OrderedJson output_text(const std::string& text) {
 
 OrderedJson message_item(const std::string& id, const std::string& text, const char* status) {
   OrderedJson content = OrderedJson::array();
-  if (std::string(status) == "completed") content.push_back(output_text(text));
+  if (std::string(status) != "in_progress") content.push_back(output_text(text));
   return {{"id", id}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", std::move(content)}};
 }
 
@@ -74,11 +74,13 @@ OrderedJson ResponsesWriter::function_call(const text::ToolCall& call, const cha
 std::string ResponsesWriter::whole(const Update& all) {
   tokens_ = all.tokens;
   if (!all.delta.reasoning.empty()) output_.push_back(reasoning_item("rs_" + random_hex(24), all.delta.reasoning));
-  if (!all.delta.content.empty()) output_.push_back(message_item("msg_" + random_hex(24), all.delta.content, "completed"));
+  const bool cut = all.finish_reason == "length";
+  if (!all.delta.content.empty())
+    output_.push_back(message_item("msg_" + random_hex(24), all.delta.content, cut ? "incomplete" : "completed"));
   for (const text::ToolCall& call : all.delta.tool_calls) output_.push_back(function_call(call, "completed"));
   recorder_.add(all.delta, all.tokens);
   recorder_.finish(all.error.empty() && all.finish_reason != "length");
-  return json_text(response(all.finish_reason == "length" ? "incomplete" : "completed", &all));
+  return json_text(response(cut ? "incomplete" : "completed", &all));
 }
 
 std::string ResponsesWriter::event(const char* type, OrderedJson fields) {
@@ -94,7 +96,7 @@ std::string ResponsesWriter::start() {
   return out + event("response.in_progress", {{"response", response("in_progress", nullptr)}});
 }
 
-std::string ResponsesWriter::close_item() {
+std::string ResponsesWriter::close_item(const char* status) {
   if (open_ == Item::None) return "";
   const int64_t index = int64_t(output_.size());
   const OrderedJson at = {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}};
@@ -114,7 +116,7 @@ std::string ResponsesWriter::close_item() {
     out += event("response.output_text.done", done);
     out += event("response.content_part.done",
                  {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}, {"part", output_text(item_text_)}});
-    item = message_item(item_id_, item_text_, "completed");
+    item = message_item(item_id_, item_text_, status);
   }
   out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
   output_.push_back(std::move(item));
@@ -175,8 +177,8 @@ std::string ResponsesWriter::events(const Update& u) {
   recorder_.add(u.delta, u.tokens);
   if (u.finished) {
     recorder_.finish(u.error.empty() && u.finish_reason != "length");
-    out += close_item();
     const bool cut = u.finish_reason == "length";
+    out += close_item(cut ? "incomplete" : "completed");  // (a message cut by the budget is incomplete)
     out += event(cut ? "response.incomplete" : "response.completed", {{"response", response(cut ? "incomplete" : "completed", &u)}});
   }
   return out;

@@ -34,7 +34,7 @@ class ResponsesWriter final : public ReplyWriter {
   std::string event(const char* type, OrderedJson fields);
   std::string start();
   std::string open_item(Item kind);
-  std::string close_item();
+  std::string close_item(const char* status = "completed");
 
   std::string id_, model_;
   int64_t created_;

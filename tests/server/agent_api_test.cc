@@ -234,6 +234,7 @@ TEST(ResponsesWriter, StreamsItemsWithSequenceNumbersAndCountsReasoningTokens) {
   EXPECT_EQ(final["response"]["status"], "incomplete");
   EXPECT_EQ(final["response"]["incomplete_details"]["reason"], "max_output_tokens");
   EXPECT_EQ(final["response"]["output"].size(), 3u);
+  EXPECT_EQ(final["response"]["output"][1]["status"], "completed");  // (closed by the call that followed)
   EXPECT_EQ(final["response"]["usage"]["output_tokens_details"]["reasoning_tokens"], 3);  // up to </think>
   EXPECT_EQ(final["response"]["usage"]["input_tokens_details"]["cached_tokens"], 60);
   // A failure ends the stream with response.failed.

@@ -91,6 +91,7 @@ await runTests([
     const whole = await api.responses.create(body);
     assert.equal(whole.status, 'incomplete');
     assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
+    assert.equal(whole.output[0].status, 'incomplete', 'the message cut by the budget');
     const { events, final } = await streamed(body);
     assert.equal(events.at(-1).type, 'response.incomplete');
     assert.equal(final.status, 'incomplete');
