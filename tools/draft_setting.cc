@@ -5,10 +5,11 @@
 namespace dsv4::cli {
 
 void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help) {
-  draft = DraftLength{0, true};
+  // (Plain by default until auto's cost model wins where drafting pays: it learns the MTP's draft
+  // cost from probes that also compute the rows queued during plain streaks; docs/performance.md.)
   cmd->add_option_function<std::string>(
          "--draft", [&draft](const std::string& text) { draft = parse_draft_length(text); }, help)
-      ->default_str("auto");
+      ->default_str("0");
 }
 
 DraftLength effective_draft(const Engine& engine, const DraftLength& requested, const std::string& command) {

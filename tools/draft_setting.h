@@ -10,13 +10,13 @@
 
 namespace dsv4::cli {
 
-// --draft K|auto (default auto: speculation wherever the checkpoint has a drafter, each step
-// verifying what the verify scheduler expects to pay; 0 = plain decoding).
+// --draft K|auto (default 0, plain decoding): K drafts per step, or auto (each step verifies what
+// the verify scheduler expects to pay).
 void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help);
 
 // `requested` resolved against the checkpoint's drafter (auto: its maximum; a fixed K beyond it
 // throws), or 0 when it has none (with one line on stderr naming the checkpoint where a fixed K
-// was asked for; auto, the default, decodes plainly without a word).
+// was asked for; auto decodes plainly without a word).
 DraftLength effective_draft(const Engine& engine, const DraftLength& requested, const std::string& command);
 
 // --draft-head target|fp8|int4|int2|auto: the LM head the MTP drafts with (engine/draft_head.h).
