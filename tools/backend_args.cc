@@ -1,5 +1,7 @@
 #include "backend_args.h"
 
+#include <cstdio>
+
 #include <string>
 #include <vector>
 
@@ -27,6 +29,10 @@ void add_weight_options(CLI::App* cmd, bool& prefault, WeightPlacement& weights)
   cmd->add_flag_callback(
       "--no-prefault", [&prefault] { prefault = false; },
       "map the weights' pages on first use instead of at load (faster start; the first steps fault)");
+}
+
+void print_open_notes(const Engine& engine) {
+  for (const std::string& n : engine.notes) std::fprintf(stderr, "dsv4: note: %s\n", n.c_str());
 }
 
 }  // namespace dsv4::cli

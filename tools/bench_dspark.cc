@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
-#include "bench/dspark_bench.h"
-#include "bench/memory_bandwidth.h"
+#include "dsv4_bench/dspark_bench.h"
+#include "dsv4_bench/memory_bandwidth.h"
 #include "core/error.h"
 
 namespace dsv4::cli {

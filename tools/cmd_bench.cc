@@ -1,17 +1,17 @@
 // dsv4 bench: the machine's memory read bandwidth, the MTP draft step, one decode step per
 // layer kind at a real context, verification (extend) costs, the speculative speedup they
 // imply for the full 43-layer model, and end-to-end speculative generation. Library code in
-// src/bench/; this file parses options and prints the table or one JSON object.
+// src/dsv4_bench/; this file parses options and prints the table or one JSON object.
 #include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
-#include "bench/arithmetic_rate.h"
-#include "bench/memory_bandwidth.h"
-#include "bench/model_bench.h"
-#include "bench/speedup_model.h"
+#include "dsv4_bench/arithmetic_rate.h"
+#include "dsv4_bench/memory_bandwidth.h"
+#include "dsv4_bench/model_bench.h"
+#include "dsv4_bench/speedup_model.h"
 #include "bench_dspark.h"
 #include "io/config.h"
 #include "checkpoint/presets.h"
@@ -43,7 +43,7 @@ double fraction(const bench::StepFigures& f, double bw) {
 }
 
 // Bytes or arithmetic: the step's bytes at the bandwidth sampled beside it, against the time its
-// product kernels need for its weights when the bytes come from cache (bench/arithmetic_rate.h).
+// product kernels need for its weights when the bytes come from cache (dsv4_bench/arithmetic_rate.h).
 struct Bound {
   double bytes_ms = 0, arithmetic_ms = 0;
   const char* name() const { return arithmetic_ms <= 0 ? "" : arithmetic_ms > bytes_ms ? "arithmetic" : "bytes"; }
@@ -78,6 +78,35 @@ void print_step(const char* name, const bench::StepFigures& f, double bw, const 
   if (b.arithmetic_ms > 0) std::printf(" %8.2f %8.2f  %-10s", b.bytes_ms, b.arithmetic_ms, b.name());
   else std::printf(" %8s %8s  %-10s", "", "", "");
   std::printf(" %s\n", extra.c_str());
+}
+
+struct AtAcceptance {
+  bench::MeasuredSpeedup own, full, full_vocab;
+};
+
+// What `--draft auto` would verify on a model of this checkpoint's depth and on the full model
+// (43 layers), by the speedup model: the k (0 = plain) with the best modeled speedup at the
+// acceptance by position of the deepest fixed-k run (the only one that measured every position).
+struct AutoProjection {
+  int from = -1;  // the run whose acceptance is used (-1: none)
+  int own_k = 0, full_k = 0;
+  double own = 1.0, full = 1.0;
+};
+AutoProjection project_auto(const std::vector<bench::EndToEnd>& e2e, const std::vector<AtAcceptance>& at) {
+  AutoProjection p;
+  for (size_t i = 0; i < e2e.size(); ++i)
+    if (!e2e[i].automatic && e2e[i].k > 0 && (p.from < 0 || e2e[i].k > e2e[size_t(p.from)].k)) p.from = int(i);
+  if (p.from < 0) return p;
+  // Each fixed-k run's model reads the reach it measured; the deepest run's reach truncated to k
+  // is the same model at one acceptance, so every k is judged on the same evidence.
+  const std::vector<double>& reach = e2e[size_t(p.from)].acceptance_by_position;
+  for (size_t i = 0; i < e2e.size(); ++i) {
+    const int k = e2e[i].k;
+    if (e2e[i].automatic || k <= 0 || size_t(k) > reach.size()) continue;
+    if (at[i].own.speedup > p.own) p.own = at[i].own.speedup, p.own_k = k;
+    if (at[i].full.speedup > p.full) p.full = at[i].full.speedup, p.full_k = k;
+  }
+  return p;
 }
 
 int run_bench(const BenchArgs& a) {
@@ -163,15 +192,20 @@ int run_bench(const BenchArgs& a) {
                                             : r.draft;
   const bench::SpeedupModel sm_own = bench::model_speedup(r, own_pattern, e2e_draft.ms, {}, ks);
   const bench::SpeedupModel sm_e2e = bench::model_speedup(r, pattern, e2e_draft.ms, alphas, ks);
-  struct AtAcceptance {
-    bench::MeasuredSpeedup own, full, full_vocab;
-  };
-  std::vector<AtAcceptance> at(e2e.size());
+  std::vector<AtAcceptance> at(e2e.size()), at_deepest(e2e.size());
+  size_t deepest = 0;
+  for (size_t i = 0; i < e2e.size(); ++i)
+    if (!e2e[i].automatic && e2e[i].k > e2e[deepest].k) deepest = i;
   for (size_t i = 0; i < e2e.size(); ++i) {
     const int k = e2e[i].k;
     if (k == 0 || e2e[i].automatic) continue;  // (auto verifies varying lengths: no single-k model)
     at[i].own = bench::speedup_at_acceptance(sm_own, *mtp_block, k, e2e[i].acceptance_by_position);
     at[i].full = bench::speedup_at_acceptance(sm_e2e, *mtp_block, k, e2e[i].acceptance_by_position);
+    const std::vector<double>& all = e2e[deepest].acceptance_by_position;
+    if (all.size() < size_t(k)) continue;
+    const std::vector<double> reach(all.begin(), all.begin() + k);
+    at_deepest[i].own = bench::speedup_at_acceptance(sm_own, *mtp_block, k, reach);
+    at_deepest[i].full = bench::speedup_at_acceptance(sm_e2e, *mtp_block, k, reach);
     if (r.mtp_vocab > 0)
       at[i].full_vocab = bench::speedup_at_acceptance(sm_vocab, *mtp_block, k, e2e[i].acceptance_by_position);
   }
@@ -234,6 +268,10 @@ int run_bench(const BenchArgs& a) {
   if (r.mtp_vocab > 0) j["speedup_model_vocab32k"] = speedup_json(sm_vocab);
   if (!r.draft_int4.rep_ms.empty())
     j["speedup_model_int4_head"] = speedup_json(bench::model_speedup(r, pattern, r.draft_int4.ms, alphas, ks));
+  if (const AutoProjection p = project_auto(e2e, at_deepest); p.from >= 0)
+    j["end_to_end"]["auto_projection"] = {{"acceptance_of_k", e2e[size_t(p.from)].k},
+                                          {"this_checkpoint", {{"k", p.own_k}, {"speedup", p.own}}},
+                                          {"full", {{"k", p.full_k}, {"speedup", p.full}}}};
   j["end_to_end"]["model"] = e2e_model;
   j["end_to_end"]["new_tokens"] = a.e2e_tokens;
   j["end_to_end"]["prompt_tokens"] = e2e_prompt;
@@ -357,6 +395,10 @@ int run_bench(const BenchArgs& a) {
                   at[i].full_vocab.speedup, at[i].own.recompute_ms);
     std::printf("\n");
   }
+  if (const AutoProjection p = project_auto(e2e, at_deepest); p.from >= 0)
+    std::printf("  auto, by the speedup model at the acceptance of k = %d's run: this checkpoint verifies k = %d "
+                "(%.2fx), 43 layers k = %d (%.2fx)\n",
+                e2e[size_t(p.from)].k, p.own_k, p.own, p.full_k, p.full);
   for (const bench::EndToEnd& e : e2e) {
     if (!e.automatic) continue;
     std::string hist, pass, draft;

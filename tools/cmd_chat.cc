@@ -20,6 +20,7 @@
 #include "backend_args.h"
 #include "commands.h"
 #include "draft_setting.h"
+#include "progress_meter.h"
 #include "grammar_args.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
@@ -40,6 +41,7 @@ struct ChatArgs {
   WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, system, prompt_file;
   bool thinking = false;
+  bool quiet = false;        // --quiet: no progress lines
   DraftLength draft;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
@@ -125,8 +127,11 @@ class TurnPrinter {
 
 int run_chat(const ChatArgs& a) {
   const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
+  ProgressMeter meter(a.quiet);
   auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
+                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights,
+                                      .progress = meter.opening()});
+  print_open_notes(*engine);
   const DraftLength draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
   const text::ChatMode mode = a.thinking ? text::ChatMode::Thinking : text::ChatMode::Chat;
@@ -157,6 +162,7 @@ int run_chat(const ChatArgs& a) {
   o.keep_state = true;
   DecodeMetrics total;
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
+  meter.watch_prefill(decoder);
   decoder.set_prefill_chunk(a.prefill_chunk);
   bool talking = false;  // a conversation sequence exists
   SpeculativeDecoder::SequenceId conversation = 0;
@@ -288,6 +294,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   auto args = std::make_shared<ChatArgs>();
   CLI::App* cmd = app.add_subcommand("chat", "Interactive chat in the DeepSeek-V4 format (reads turns from stdin)");
   cmd->add_option("--model", args->model, "checkpoint directory (with tokenizer.json)")->required();
+  cmd->add_flag("--quiet", args->quiet, "no progress lines (drawn only on a terminal: opening the checkpoint, a long prefill)");
   cmd->add_flag("--thinking", args->thinking, "thinking mode: the reply reasons inside <think>...</think> first");
   cmd->add_option("--system", args->system, "system prompt");
   add_draft_option(cmd, args->draft,

@@ -13,6 +13,7 @@
 #include "generate_text.h"
 #include "grammar_args.h"
 #include "metrics_report.h"
+#include "progress_meter.h"
 #include "engine/engine.h"
 #include "speculative/speculative_decoder.h"
 #include "token_args.h"
@@ -32,7 +33,7 @@ struct GenerateArgs {
   float temperature = 0.0f, top_p = 1.0f;
   int64_t top_k = 0;
   uint64_t seed = 0;
-  bool json = false, ignore_eos = false;
+  bool json = false, ignore_eos = false, quiet = false;
   bool full_head = false;  // --full-head: no bounded greedy head
   DraftLength draft;
   int64_t mtp_vocab = 0;
@@ -48,9 +49,11 @@ int run_generate(const GenerateArgs& a) {
   const OutputGrammar* constrained = a.grammar.any() ? &grammar : nullptr;
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
+  ProgressMeter meter(a.quiet);
   auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
                                       .draft_head = a.draft_head, .argmax_head = !a.full_head, .prefault = a.prefault,
-                                      .weights = a.weights});
+                                      .weights = a.weights, .progress = meter.opening()});
+  print_open_notes(*engine);
   const ModelConfig& c = engine->config();
   const DraftLength draft = effective_draft(*engine, a.draft, "generate");
   GenerateOptions o;
@@ -64,9 +67,10 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
   const int64_t sequences = std::max<int64_t>(1, int64_t(a.prompt_tokens.size()) + !a.prompt_tokens_file.empty());
   const ContextLimit limit = ContextLimit::check(c, a.max_context, sequences, a.prefill_chunk);
-  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit, constrained);
+  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit, constrained, &meter);
   if (!a.prompt_file.empty())
-    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit, constrained);
+    return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit, constrained,
+                         &meter);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
@@ -91,6 +95,7 @@ int run_generate(const GenerateArgs& a) {
   }
   SpeculativeDecoder decoder(*engine->target, engine->proposer.get());
   decoder.set_prefill_chunk(a.prefill_chunk);
+  meter.watch_prefill(decoder);
   auto outputs = decoder.generate(prompts, o);
   const DecodeMetrics& m = decoder.metrics();
   bool all_complete = true;
@@ -163,6 +168,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_flag("--full-head", args->full_head,
                 "greedy rows read the whole LM head (default: an 8-bit copy bounds every logit and only the rows "
                 "that can be the argmax are computed exactly: the same tokens, about half the head's reads)");
+  cmd->add_flag("--quiet", args->quiet, "no progress lines (drawn only on a terminal: opening the checkpoint, the prefill)");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
   add_grammar_options(cmd, args->grammar);
   cmd->callback([args, &result, ids, text, text_file, ids_file] {

@@ -11,6 +11,7 @@
 #include "backend_args.h"
 #include "commands.h"
 #include "draft_setting.h"
+#include "progress_meter.h"
 #include "core/error.h"
 #include "io/mapped_file.h"
 #include "engine/engine.h"
@@ -33,7 +34,7 @@ struct ServeArgs {
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
-  bool no_prefix_cache = false;
+  bool no_prefix_cache = false, quiet = false;
   int64_t prefix_cache_memory = -1;  // -1: from the memory the weights and running sequences leave
   std::string kv_cache_dir;
   int64_t kv_cache_disk_max = int64_t(32) << 30, kv_cache_min_tokens = 1024;
@@ -100,6 +101,7 @@ int run_serve(const ServeArgs& a) {
   std::fprintf(stderr, "dsv4 serve: listening on http://%s:%d (loading %s)\n", a.host.c_str(), port, a.model.c_str());
 
   int exit_code = 0;
+  ProgressMeter meter(a.quiet);
   std::unique_ptr<Engine> engine;
   std::unique_ptr<text::Tokenizer> tok;
   std::unique_ptr<server::ForcedOutputs> forced;
@@ -107,7 +109,9 @@ int run_serve(const ServeArgs& a) {
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
     engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights});
+                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights,
+                                      .progress = meter.opening()});
+    print_open_notes(*engine);
     const DraftLength draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
     const ContextLimit limit = ContextLimit::check(engine->config(), a.max_context, a.max_sequences, a.prefill_chunk);
@@ -169,6 +173,7 @@ void register_serve(CLI::App& app, CommandResult& result) {
                   "longest sequence, prompt + generated (0 = the model's maximum); checked at start against memory "
                   "for --max-sequences such sequences");
   cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass")->capture_default_str();
+  cmd->add_flag("--quiet", args->quiet, "no progress lines while the checkpoint opens (drawn only on a terminal)");
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache,
                "prefill every prompt whole (by default a request reuses the longest prefix it shares with a kept or "
                "running sequence)");

@@ -17,7 +17,8 @@ void warn_incomplete(const OutputGrammar& grammar) {
 }
 
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
-                  int64_t prefill_chunk, const ContextLimit* limit, const OutputGrammar* grammar) {
+                  int64_t prefill_chunk, const ContextLimit* limit, const OutputGrammar* grammar,
+                  ProgressMeter* meter) {
   const text::Tokenizer tok = load_model_tokenizer(engine.files->dir, engine.config());
   const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/true);
   GenerateOptions o = options;
@@ -37,6 +38,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
   std::string all_text;
   SpeculativeDecoder decoder(*engine.target, engine.proposer.get());
   decoder.set_prefill_chunk(prefill_chunk);
+  if (meter) meter->watch_prefill(decoder);
   auto outputs = decoder.generate(std::vector<std::vector<int32_t>>{ids}, o,
                                   [&](size_t, std::span<const int32_t> tokens) {
                                     std::string piece;

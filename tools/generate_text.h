@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "progress_meter.h"
 #include "speculative/context_limit.h"
 #include "engine/engine.h"
 #include "speculative/speculative_decoder.h"
@@ -19,7 +20,7 @@ struct OutputGrammar {
 // reported ("grammar_complete": false with --json, a warning otherwise).
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
                   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk, const ContextLimit* limit = nullptr,
-                  const OutputGrammar* grammar = nullptr);
+                  const OutputGrammar* grammar = nullptr, ProgressMeter* meter = nullptr);
 
 // The warning printed for an output cut short inside its grammar.
 void warn_incomplete(const OutputGrammar& grammar);

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "unknown_option.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dsv4: DeepSeek-V4 inference with MTP speculative decoding"};
@@ -19,6 +20,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) || dynamic_cast<const CLI::RequiredError*>(&e)) {
+      const std::string message = dsv4::cli::unknown_arguments_message(app, argc, argv);
+      if (!message.empty()) {
+        std::fprintf(stderr, "%s\n", message.c_str());
+        return e.get_exit_code();
+      }
+    }
     return app.exit(e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsv4: error: %s\n", e.what());

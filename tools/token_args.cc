@@ -41,9 +41,12 @@ std::vector<int32_t> read_token_file(const std::string& path) {
   DSV4_CHECK(in.good(), path, ": cannot read");
   std::vector<int32_t> ids;
   std::string line;
+  // Ids separated by newlines, spaces or commas (one per line, or `--prompt-tokens`' list).
   for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    ids.push_back(parse_id(line, path + ":" + std::to_string(n)));
+    for (char& ch : line)
+      if (ch == ',' || ch == '\t' || ch == '\r') ch = ' ';
+    std::istringstream words(line);
+    for (std::string word; words >> word;) ids.push_back(parse_id(word, path + ":" + std::to_string(n)));
   }
   return ids;
 }

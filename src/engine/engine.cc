@@ -1,11 +1,23 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/error.h"
 #include "io/mapped_file.h"
 #include "speculative/dspark_proposer.h"
 #include "speculative/mtp_proposer.h"
 
 namespace dsv4 {
+
+namespace {
+std::string gigabytes(int64_t bytes) {
+  char s[32];
+  if (bytes >= 1000000000) std::snprintf(s, sizeof s, "%.1f GB", double(bytes) / 1e9);
+  else std::snprintf(s, sizeof s, "%.1f MB", double(bytes) / 1e6);
+  return s;
+}
+}  // namespace
 
 std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const EngineOptions& options) {
   auto e = std::make_unique<Engine>();
@@ -14,21 +26,44 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
   // fault, and decoding reaches most experts for the first time over its first hundreds of
   // tokens. A checkpoint larger than the memory available would evict its own pages while they
   // are being mapped: skipped.
-  const bool fits = int64_t(e->files->store.file_bytes()) <= available_memory_bytes();
+  const int64_t available = available_memory_bytes();
+  const bool fits = available < 0 || int64_t(e->files->store.file_bytes()) <= available;
+  DSV4_CHECK(fits || options.weights != WeightPlacement::Memory, dir.string(), ": --weights memory needs ",
+             gigabytes(int64_t(e->files->store.file_bytes())), " for the weights, and ", gigabytes(available),
+             " are available; --weights mapped (or auto) reads them in place from the page cache instead (slower ",
+             "where they do not all stay cached)");
+  if (!fits && options.weights == WeightPlacement::Auto)
+    e->notes.push_back(cat("the weights (", gigabytes(int64_t(e->files->store.file_bytes())), ") do not fit in the ",
+                           gigabytes(available), " available: read in place from the page cache (--weights mapped), ",
+                           "slower where they do not all stay cached"));
   BackendOptions backend = options.backend;
   backend.weights_in_memory = options.weights == WeightPlacement::Memory || (options.weights == WeightPlacement::Auto && fits);
   // (Weights copied into the backend's memory are read once, in order: no faults to save.)
-  if (options.prefault && fits && !backend.weights_in_memory) e->files->store.prefault();
+  const ProgressFn& progress = options.progress;
+  const int64_t total = int64_t(e->files->store.file_bytes());
+  if (options.prefault && fits && !backend.weights_in_memory) {
+    int64_t read = 0;
+    if (progress) progress("reading the weights", 0, total);
+    e->files->store.prefault([&](size_t bytes) {
+      if (progress) progress("reading the weights", read += int64_t(bytes), total);
+    });
+  }
   const bool mtp = options.load_mtp && e->files->has_mtp();
   e->backend = make_backend(backend);
   // The draft head's copy is read from the mapped head before the backend may move the weights.
   const WeightView& head = e->files->weights.head;
   const DraftHeadFormat head_format =
       resolve_draft_head_format(options.draft_head, head, e->backend->has_kernel_for(int2_copy_geometry(head)));
-  if (mtp && head_format != DraftHeadFormat::Target)
+  if (mtp && head_format != DraftHeadFormat::Target) {
+    if (progress) progress("making the draft head's copy", 0, 1);
     e->draft_head = std::make_unique<DraftHead>(head, head_format, options.mtp_vocab, options.backend.threads);
-  if (options.argmax_head && ArgmaxHeadCopy::possible(head))
+    if (progress) progress("making the draft head's copy", 1, 1);
+  }
+  if (options.argmax_head && ArgmaxHeadCopy::possible(head)) {
+    if (progress) progress("making the greedy head's copy", 0, 1);
     e->argmax_head = std::make_unique<ArgmaxHeadCopy>(head, options.backend.threads);
+    if (progress) progress("making the greedy head's copy", 1, 1);
+  }
   std::vector<WeightView*> views = weight_views(e->files->weights, e->files->config);
   if (e->draft_head) views.push_back(&e->draft_head->view());
   if (e->argmax_head) {
@@ -36,10 +71,15 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& dir, const Eng
     views.push_back(&e->argmax_head->lo());
   }
   // (A backend that copies the weights releases the mapping's pages as it goes: one copy at a time.)
+  // (Each view's bytes are released as soon as they are copied: the releases count the copy.)
   const TensorStore& store = e->files->store;
-  e->backend->prepare(views, [&store](const void* p, size_t bytes) {
+  int64_t copied = 0;
+  if (progress && backend.weights_in_memory) progress("copying the weights into memory", 0, total);
+  e->backend->prepare(views, [&](const void* p, size_t bytes) {
     store.drop_pages(static_cast<const uint8_t*>(p), bytes);
+    if (progress) progress("copying the weights into memory", std::min(total, copied += int64_t(bytes)), total);
   });
+  if (progress && backend.weights_in_memory) progress("copying the weights into memory", total, total);
   if (e->draft_head) e->draft_head->release_if_moved();
   if (e->argmax_head) e->argmax_head->release_if_moved();
   e->target = std::make_unique<Transformer>(e->files->config, e->files->weights, *e->backend,

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backends.h"
+#include "core/progress.h"
 #include "engine/argmax_head_copy.h"
 #include "engine/draft_head.h"
 #include "model/model_files.h"
@@ -38,6 +40,9 @@ struct EngineOptions {
   bool argmax_head = true;
   bool prefault = true;            // map every page of the weights at open, where they fit in available memory
   WeightPlacement weights = WeightPlacement::Auto;  // where the backend reads the weights from
+  // Told how opening goes (bytes of the weights read into memory or copied to the backend's,
+  // the head copies made): a real checkpoint takes minutes.
+  ProgressFn progress = {};
 };
 
 struct Engine {
@@ -49,6 +54,7 @@ struct Engine {
   std::unique_ptr<MtpModule> mtp;        // null when absent or not wanted
   std::unique_ptr<DSparkDrafter> dspark; // the same for a DSpark drafter (a checkpoint has one or the other)
   std::unique_ptr<DraftProposer> proposer;
+  std::vector<std::string> notes;  // what a user should know about how it opened (the tools print them)
 
   const ModelConfig& config() const { return files->config; }
   // "MTP", "DSpark", or "" without a drafter.

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace dsv4 {
@@ -26,7 +27,8 @@ class MappedFile {
   // touched before would otherwise take a fault per 64 KB (the kernel's fault-around), ~210
   // per V4-Flash routed expert.
   // Throws Error naming the file if the kernel cannot (an I/O error, a file cut short).
-  void prefault() const;
+  // Maps every page (reading what is not cached yet), in chunks; `done(bytes)` after each.
+  void prefault(const std::function<void(size_t bytes)>& done = {}) const;
   // Unmaps the whole pages of [p, p + bytes) (which must lie in this file's mapping) and takes
   // them out of the page cache where no other mapping holds them: a later read maps them again
   // from the file. For bytes copied elsewhere, so that the machine does not hold them twice.

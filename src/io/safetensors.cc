@@ -228,8 +228,8 @@ uint64_t TensorStore::file_bytes() const {
   return total;
 }
 
-void TensorStore::prefault() const {
-  for (const auto& f : files_) f->mapping().prefault();
+void TensorStore::prefault(const std::function<void(size_t bytes)>& done) const {
+  for (const auto& f : files_) f->mapping().prefault(done);
 }
 
 void TensorStore::drop_pages(const uint8_t* p, size_t bytes) const {

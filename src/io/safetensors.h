@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,7 +64,7 @@ class TensorStore {
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   const std::filesystem::path& root() const { return root_; }
   uint64_t file_bytes() const;  // all mapped files, headers included
-  void prefault() const;        // MappedFile::prefault of every file
+  void prefault(const std::function<void(size_t bytes)>& done = {}) const;  // MappedFile::prefault of every file
   // MappedFile::drop_pages for a range in one of the files; ranges elsewhere are left alone.
   void drop_pages(const uint8_t* p, size_t bytes) const;
 

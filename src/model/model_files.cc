@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cache/state_file.h"
 #include "core/error.h"
@@ -32,9 +34,30 @@ uint64_t ModelFiles::identity() const {
   return h.value();
 }
 
+// What a user most likely meant by a directory that is not a checkpoint: the checkpoints one or
+// two levels below it (a download's parent folder, a Hugging Face cache's snapshots/<hash>).
+std::string checkpoints_below(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end && found.size() < 4; it.increment(ec)) {
+    if (it.depth() > 2) it.disable_recursion_pending();
+    else if (it->is_directory(ec) && fs::exists(it->path() / "config.json", ec)) found.push_back(it->path().string());
+  }
+  if (found.empty()) return "";
+  std::string s = "; checkpoints below it: ";
+  for (size_t i = 0; i < found.size(); ++i) s += (i ? ", " : "") + found[i];
+  return s;
+}
+
 std::unique_ptr<ModelFiles> ModelFiles::open(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  DSV4_CHECK(fs::is_directory(dir), dir.string(), ": not a checkpoint directory");
+  DSV4_CHECK(fs::exists(dir), dir.string(), ": no such directory (--model takes a checkpoint's directory)");
+  DSV4_CHECK(fs::is_directory(dir), dir.string(), ": not a directory (--model takes a checkpoint's directory, ",
+             "with config.json and the safetensors shards)");
+  DSV4_CHECK(fs::exists(dir / "config.json"), dir.string(), ": not a checkpoint (no config.json; a DeepSeek-V4 ",
+             "checkpoint's directory holds config.json and model*.safetensors)", checkpoints_below(dir));
   auto m = std::make_unique<ModelFiles>();
   m->dir = dir;
   m->config = load_config(dir / "config.json");

@@ -8,6 +8,7 @@
 
 #include <httplib.h>
 
+#include "server/listen_error.h"
 #include "server/openai_protocol.h"
 #include "server/anthropic_api.h"
 #include "server/anthropic_writer.h"
@@ -407,7 +408,7 @@ int HttpServer::bind() {
   const auto& o = impl_->options;
   const int port = o.port == 0 ? impl_->server.bind_to_any_port(o.host)
                                : (impl_->server.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port <= 0) throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  if (port <= 0) throw std::runtime_error(listen_error(o.host, o.port));
   return port;
 }
 

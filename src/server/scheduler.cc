@@ -53,10 +53,12 @@ struct Scheduler::Active {
   std::shared_ptr<RequestChannel> channel = std::make_shared<RequestChannel>();
   TextStream stream;
   SpeculativeDecoder::SequenceId id = 0;
-  Clock::time_point arrival = Clock::now(), last_token{};
+  Clock::time_point arrival = Clock::now(), last_token{}, first_token{};
   bool any_token = false;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
+  int64_t number = 0;                 // the request's number in the log
+  Clock::time_point admitted{}, logged{};  // when it entered the decoder; its last progress line
 
   Active(Job j, const text::Tokenizer& tok) : job(std::move(j)), stream(tok, job.text) {
     job.options.mask = job.mask.get();
@@ -138,6 +140,7 @@ void Scheduler::run() {
       continue;
     }
     for (const auto& e : events) deliver(e);
+    log_prefill_progress();
     enforce_memory();
     publish_metrics();
   }
@@ -174,15 +177,21 @@ void Scheduler::admit(std::unique_lock<std::mutex>&) {
         a->cached_tokens = decoder_.reused(a->id);
         prefix_queries_ += int64_t(a->job.prompt.size());
         prefix_hits_ += a->cached_tokens;
+        a->number = ++requests_;
         if (options_.log_requests)
           std::fprintf(stderr, "dsv4 serve: request %lld: %zu prompt tokens, %lld reused (%s%s), %lld to prefill\n",
-                       (long long)++requests_, a->job.prompt.size(), (long long)a->cached_tokens,
+                       (long long)a->number, a->job.prompt.size(), (long long)a->cached_tokens,
                        a->cached_tokens == 0 ? "none" : m.live >= 0 ? "a running sequence's" : "the prefix cache's",
                        load_seconds >= 0 ? (", read from disk in " + std::to_string(load_seconds) + " s").c_str() : "",
                        (long long)(int64_t(a->job.prompt.size()) - a->cached_tokens));
       } else {
         a->id = decoder_.add(a->job.prompt, a->job.options);
+        a->number = ++requests_;
+        if (options_.log_requests)
+          std::fprintf(stderr, "dsv4 serve: request %lld: %zu prompt tokens to prefill\n", (long long)a->number,
+                       a->job.prompt.size());
       }
+      a->admitted = a->logged = Clock::now();
     } catch (const std::exception& e) {  // checked before submit; a safety net
       Update u;
       u.finished = true;
@@ -193,6 +202,39 @@ void Scheduler::admit(std::unique_lock<std::mutex>&) {
     const auto id = a->id;
     active_.emplace(id, std::move(a));
   }
+}
+
+// A long prompt's prefill, every 10 s: the tokens done, the rate, the time left.
+void Scheduler::log_prefill_progress() {
+  if (!options_.log_requests) return;
+  const Clock::time_point now = Clock::now();
+  for (auto& [id, a] : active_) {
+    if (a->any_token || now - a->logged < std::chrono::seconds(10)) continue;
+    a->logged = now;
+    const int64_t total = int64_t(a->job.prompt.size()), done = std::min(total, decoder_.length(id));
+    const double rate = double(done - a->cached_tokens) / std::max(1e-9, seconds(now - a->admitted));
+    std::fprintf(stderr, "dsv4 serve: request %lld: prefilled %lld of %lld prompt tokens, %.1f tokens/s, %.0f s left\n",
+                 (long long)a->number, (long long)done, (long long)total, rate,
+                 rate > 0 ? double(total - done) / rate : 0.0);
+  }
+}
+
+// Its outcome in one line: tokens, time to first token, speed, drafts accepted, reuse.
+void Scheduler::log_outcome(const Active& a, const SequenceOutput& out, const std::string& finish) const {
+  if (!options_.log_requests) return;
+  const Clock::time_point now = Clock::now();
+  const double decode = a.any_token ? seconds(now - a.first_token) : 0.0;
+  std::string drafts = "no drafts";
+  if (out.drafted > 0)
+    drafts = cat(out.accepted, " of ", out.drafted, " drafts accepted (", int(100.0 * double(out.accepted) /
+                 double(out.drafted) + 0.5), "%)");
+  std::fprintf(stderr,
+               "dsv4 serve: request %lld: %s after %lld tokens in %.2f s; %lld prompt tokens (%lld reused), first token "
+               "after %.2f s; %.1f tokens/s after it; %s\n",
+               (long long)a.number, finish.c_str(), (long long)a.completion_tokens, seconds(now - a.arrival),
+               (long long)a.job.prompt.size(), (long long)a.cached_tokens,
+               a.any_token ? seconds(a.first_token - a.arrival) : 0.0,
+               decode > 0 ? double(a.completion_tokens - 1) / decode : 0.0, drafts.c_str());
 }
 
 // Sequences whose client went away: cancelled, their blocks released before the next pass.
@@ -241,7 +283,10 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     a.stream.push(out.tokens[i], u.delta);
   }
   if (!u.tokens.empty()) {  // a step's tokens arrive together: the gap since the last ones is shared out
-    if (!a.any_token) metrics_.observe_ttft(seconds(now - a.arrival));
+    if (!a.any_token) {
+      metrics_.observe_ttft(seconds(now - a.arrival));
+      a.first_token = now;
+    }
     else
       for (size_t i = 0; i < u.tokens.size(); ++i) metrics_.observe_itl(seconds(now - a.last_token) / double(u.tokens.size()));
     a.any_token = true;
@@ -260,6 +305,7 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     u.cached_tokens = a.cached_tokens;
     u.completion_tokens = a.completion_tokens;
     metrics_.observe_e2e(seconds(now - a.arrival));
+    log_outcome(a, out, u.finish_reason);
     keep(e.id, int64_t(a.job.prompt.size()));
     if (!e.finished) decoder_.cancel(e.id);  // a stop string ended it
     decoder_.release(e.id);

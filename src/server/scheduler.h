@@ -103,6 +103,8 @@ class Scheduler {
   struct Active;
   void run();
   void admit(std::unique_lock<std::mutex>& lock);
+  void log_prefill_progress();
+  void log_outcome(const Active& a, const SequenceOutput& out, const std::string& finish) const;
   void drop_cancelled();
   void deliver(const SpeculativeDecoder::Event& e);  // deliver_tokens(), failing only this request on error
   void deliver_tokens(const SpeculativeDecoder::Event& e);

@@ -20,10 +20,18 @@ ContextLimit ContextLimit::check(const ModelConfig& c, int64_t requested, int64_
   if (available < 0) return l;  // unknown: nothing to check against
   const CacheFootprint f = model_cache_footprint(c, 16);
   const int64_t cache = sequences * f.at(l.tokens), work = prefill_chunk * kPrefillBytesPerRow;
-  DSV4_CHECK(cache + work <= available, "--max-context ", l.tokens, ": ", sequences, " sequence(s) need ",
-             cache >> 20, " MiB of cache (", f.bytes_per_token, " B per token + ", f.fixed_bytes >> 10,
-             " KiB) and ~", work >> 20, " MiB for prefill chunks of ", prefill_chunk, " tokens, but only ",
-             available >> 20, " MiB are available; lower --max-context or --prefill-chunk");
+  if (cache + work > available) {
+    // What would fit: the longest context whose caches and the prefill's working set fit.
+    const int64_t per_sequence = (available - work) / std::max<int64_t>(1, sequences) - f.fixed_bytes;
+    const int64_t fits = per_sequence > 0 ? std::min(l.tokens - 1, per_sequence / std::max<int64_t>(1, f.bytes_per_token)) : 0;
+    throw Error(cat("--max-context ", l.tokens, ": ", sequences, " sequence(s) need ", cache >> 20, " MiB of cache (",
+                    f.bytes_per_token, " B per token + ", f.fixed_bytes >> 10, " KiB) and ~", work >> 20,
+                    " MiB for prefill chunks of ", prefill_chunk, " tokens, but only ", available >> 20,
+                    " MiB are available",
+                    fits > 0 ? cat("; --max-context ", fits, " fits (or lower --prefill-chunk, or run fewer sequences)")
+                             : cat("; lower --prefill-chunk, or free memory (--weights mapped leaves the weights in the "
+                                   "page cache)")));
+  }
   return l;
 }
 

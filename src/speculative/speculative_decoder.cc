@@ -28,6 +28,7 @@ struct SpeculativeDecoder::Sequence {
   std::mt19937_64 rng;
   SequenceOutput out;
   AcceptanceHistory acceptance;      // by draft position (the auto scheduler's)
+  bool drafted_last_step = false;    // (a draft after plain steps also catches up on their rows)
   bool done = false;
 
   int32_t last() const { return context.back(); }
@@ -386,11 +387,23 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
     index.push_back(r);
     depth = std::max(depth, count[r]);
   }
+  // A proposer that keeps its own cache from the target's rows (the MTP) computes the rows of the
+  // plain steps since it last drafted in its next draft's pass: that time is the plain steps'
+  // share, not a draft's, and charged to drafting it made a probe after a long plain streak look
+  // dear enough that drafting never resumed. Drafts are timed only where every sequence drafted
+  // in its previous step too (or while nothing is known yet).
+  bool steady = true;
+  for (size_t r = 0; r < running.size(); ++r) {
+    if (count[r] > 0 && !running[r]->drafted_last_step) steady = false;
+    running[r]->drafted_last_step = count[r] > 0;
+  }
   if (requests.empty()) return;
   std::vector<Draft> got;
   const auto t0 = std::chrono::steady_clock::now();
   proposer_->propose(requests, got);
-  if (scheduler_) scheduler_->record_draft(int64_t(requests.size()), depth, seconds_since(t0));
+  const int64_t drafting = int64_t(requests.size());
+  if (scheduler_ && (steady || !scheduler_->draft_cost().known(drafting)))
+    scheduler_->record_draft(drafting, depth, seconds_since(t0));
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
   if (automatic.empty()) return;
   std::vector<const Draft*> made;
@@ -413,6 +426,8 @@ int SpeculativeDecoder::judge(Sequence& s, const Draft& d, size_t request, int32
     s.out.steps.push_back(std::move(r));
   }
   metrics_.record_step(n, a);
+  s.out.drafted += n;
+  s.out.accepted += a;
   if (scheduler_ && n > 0) scheduler_->record_step(s.acceptance, n, a, d.survival);
   s.cache->truncate(L + 1 + a);
   return a;
@@ -464,6 +479,15 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     requests.push_back({running[r]->cache.get(), verify_tokens[r], true, false, false,
                         /*streams=*/drafts_from(*running[r]), /*argmax_only=*/argmax_only(*running[r])});
   }
+  if (prefill_progress_) {  // a prompt's first chunk: its start (the clock of its rate)
+    int64_t total = 0;
+    bool starting = false;
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      total += int64_t(fresh[i]->prompt.size());
+      starting = starting || chunks[i].first == 0;
+    }
+    if (starting) prefill_progress_(0, total);
+  }
   const auto pass_start = std::chrono::steady_clock::now();
   target_.forward(requests, out_);
   if (scheduler_ && fresh.empty()) {  // (a pass with prompt rows says nothing of verification's cost)
@@ -501,6 +525,14 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     if (!verified.empty()) proposer_->accept(verified, features);
   }
 
+  if (prefill_progress_ && !fresh.empty()) {
+    int64_t done = 0, total = 0;
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      done += chunks[i].first + chunks[i].second;
+      total += int64_t(fresh[i]->prompt.size());
+    }
+    prefill_progress_(done, total);
+  }
   for (size_t i = 0; i < fresh.size(); ++i) {  // a prompt's last chunk yields its first token
     Sequence& s = *fresh[i];
     s.prefilled = chunks[i].first + chunks[i].second;

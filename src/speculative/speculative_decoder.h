@@ -70,6 +70,7 @@ struct SequenceOutput {
   std::vector<int32_t> tokens;           // generated tokens (EOS included when it stopped there)
   FinishReason finish = FinishReason::None;
   bool stopped_at_eos = false;
+  int64_t drafted = 0, accepted = 0;     // drafts this sequence verified, and accepted
   std::vector<StepRecord> steps;         // with record_steps
   std::vector<TokenLogprobs> logprobs;   // one per token, with top_logprobs >= 0
 };
@@ -104,6 +105,11 @@ class SpeculativeDecoder {
   static constexpr int64_t kDefaultPrefillChunk = 512;
   void set_prefill_chunk(int64_t tokens);
   int64_t prefill_chunk() const { return prefill_chunk_; }
+  // Told, after every step that prefilled prompt chunks, the prompt tokens those prompts have
+  // had processed and their total (a long prompt's prefill takes minutes on a CPU).
+  void set_prefill_progress(std::function<void(int64_t done, int64_t total)> progress) {
+    prefill_progress_ = std::move(progress);
+  }
 
   // Adds a sequence; it is prefilled by the next step(). Ids count up from 0. Throws (and
   // adds nothing) for an empty prompt, an unknown token id, a prompt that leaves no room
@@ -203,6 +209,7 @@ class SpeculativeDecoder {
   std::map<SequenceId, std::unique_ptr<Sequence>> sequences_;
   SequenceId next_id_ = 0;
   int64_t prefill_chunk_ = kDefaultPrefillChunk;
+  std::function<void(int64_t done, int64_t total)> prefill_progress_;
   Transformer::Output out_;
   std::vector<uint64_t> allowed_;
   std::vector<int32_t> context_;

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
-#include "bench/arithmetic_rate.h"
-#include "bench/speedup_model.h"
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/arithmetic_rate.h"
+#include "dsv4_bench/speedup_model.h"
+#include "dsv4_bench/weight_bytes.h"
 #include "model/model_files.h"
 
 namespace dsv4 {

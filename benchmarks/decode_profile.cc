@@ -15,8 +15,8 @@
 #include <random>
 #include <string>
 
-#include "bench/memory_bandwidth.h"
-#include "bench/model_bench.h"
+#include "dsv4_bench/memory_bandwidth.h"
+#include "dsv4_bench/model_bench.h"
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine.h"
 

@@ -1,4 +1,4 @@
-#include "bench/arithmetic_rate.h"
+#include "dsv4_bench/arithmetic_rate.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "bench/speedup_model.h"
+#include "dsv4_bench/speedup_model.h"
 
 #include <cmath>
 #include <iterator>

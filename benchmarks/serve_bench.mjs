@@ -2,7 +2,7 @@
 // against a running `dsv4 serve`, with and without MTP drafting, and the acceptance the
 // server's /metrics report. Plain fetch (Node >= 18), no packages.
 //
-//   node bench/serve_bench.mjs --url http://127.0.0.1:8080 [--streams 1,4,16] [--drafts 0,2]
+//   node benchmarks/serve_bench.mjs --url http://127.0.0.1:8080 [--streams 1,4,16] [--drafts 0,2,auto]
 //        [--prompt-tokens 64] [--max-tokens 32] [--rounds 1] [--json]
 //
 // Each stream gets its own random prompt of token ids (same seed every run) and greedy
@@ -17,7 +17,7 @@ for (let i = 2; i < process.argv.length; ++i) {
 }
 const url = args.url ?? 'http://127.0.0.1:8080';
 const streamsList = (args.streams ?? '1,4,16').split(',').map(Number);
-const drafts = (args.drafts ?? '0,2').split(',').map(Number);
+const drafts = (args.drafts ?? '0,2').split(',').map((d) => (d === 'auto' ? 'auto' : Number(d)));
 const promptTokens = Number(args['prompt-tokens'] ?? 64);
 const maxTokens = Number(args['max-tokens'] ?? 32);
 const rounds = Number(args.rounds ?? 1);

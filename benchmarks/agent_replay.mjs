@@ -6,7 +6,7 @@
 // tokens the server reused (usage.prompt_tokens_details.cached_tokens) and prefilled, and the
 // time to the first token (a request for one token: its whole latency). Plain fetch, no packages.
 //
-//   node bench/agent_replay.mjs --url http://127.0.0.1:8080 [--turns 1-17] [--label cached] [--json]
+//   node benchmarks/agent_replay.mjs --url http://127.0.0.1:8080 [--turns 1-17] [--label cached] [--json]
 //
 // Run it against a server with the prefix cache (the default), one with --no-prefix-cache, and one
 // restarted on the same --kv-cache-dir (its first turn reads the state from disk). The session is

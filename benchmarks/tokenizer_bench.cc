@@ -5,7 +5,7 @@
 // Prints one JSON line with the same fields as the reference's
 // (tests/scripts/tokenizer_reference.js bench): MB/s encoding each string on its own,
 // and MB/s encoding the corpus in ~64 KB chunks. Best of three runs after a warm-up,
-// so that both sides are measured with a warm BPE cache. bench/tokenizer_speed.sh
+// so that both sides are measured with a warm BPE cache. benchmarks/tokenizer_speed.sh
 // runs both side by side.
 #include <algorithm>
 #include <chrono>

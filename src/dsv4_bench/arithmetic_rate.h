@@ -8,7 +8,7 @@
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/weight_bytes.h"
 
 namespace dsv4::bench {
 

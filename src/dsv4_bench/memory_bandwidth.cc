@@ -1,4 +1,4 @@
-#include "bench/memory_bandwidth.h"
+#include "dsv4_bench/memory_bandwidth.h"
 
 #include <immintrin.h>
 #include <sys/mman.h>

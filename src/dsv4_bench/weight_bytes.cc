@@ -1,4 +1,4 @@
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/weight_bytes.h"
 
 #include <algorithm>
 

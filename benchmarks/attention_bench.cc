@@ -11,7 +11,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
-#include "bench/memory_bandwidth.h"
+#include "dsv4_bench/memory_bandwidth.h"
 #include "core/number_formats.h"
 
 using namespace dsv4;

@@ -1,12 +1,12 @@
-#include "bench/dspark_bench.h"
+#include "dsv4_bench/dspark_bench.h"
 
 #include <chrono>
 #include <random>
 #include <set>
 #include <string>
 
-#include "bench/memory_bandwidth.h"
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/memory_bandwidth.h"
+#include "dsv4_bench/weight_bytes.h"
 #include "core/error.h"
 #include "speculative/dspark_proposer.h"
 

@@ -1,12 +1,12 @@
-#include "bench/model_bench.h"
+#include "dsv4_bench/model_bench.h"
 
 #include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
 
-#include "bench/memory_bandwidth.h"
-#include "bench/weight_bytes.h"
+#include "dsv4_bench/memory_bandwidth.h"
+#include "dsv4_bench/weight_bytes.h"
 #include "core/error.h"
 #include "model/pass.h"
 #include "speculative/speculative_decoder.h"

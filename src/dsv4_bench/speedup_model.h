@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/model_bench.h"
+#include "dsv4_bench/model_bench.h"
 
 namespace dsv4::bench {
 

@@ -9,7 +9,7 @@
 #include <functional>
 #include <map>
 
-#include "bench/model_bench.h"
+#include "dsv4_bench/model_bench.h"
 
 namespace dsv4::bench {
 
