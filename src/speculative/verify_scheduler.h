@@ -15,8 +15,9 @@
 // with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
 // cost grows per draft, how deep to draft); where it does not, a probe step still drafts after
 // `probe_every` plain steps, then after twice as many (up to 8x) while drafting keeps not paying,
-// so acceptance keeps being measured at a cost that shrinks; once a probe's outcome makes drafting
-// pay, the plan drafts again and the interval starts over.
+// so acceptance keeps being measured at a cost that shrinks; a probe's first draft is verified
+// whatever the model expects of it. Once a probe's outcome makes drafting pay, the plan drafts
+// again and the interval starts over.
 //
 // A proposer's survivals are calibrated against what verification finds: per draft position, the
 // drafts accepted over the sum of the survivals predicted for them (both counted where the drafts
@@ -25,10 +26,12 @@
 // average; the factor starts at 1 and moves with the evidence).
 //
 // Costs are learned from the passes the decoder runs, per number of rows in the pass (and of
-// drafted sequences), as medians of recent passes; counts never measured are interpolated linearly between
-// measured ones. The rest of a step (the proposer told of the verdicts, sampling) is a moving
-// average too, added to every step's time. Until two pass sizes are known the scheduler calibrates: it verifies everything
-// offered, then nothing, once each.
+// drafted sequences), as medians of recent passes; counts never measured are interpolated
+// linearly between measured ones, and the choice takes every count as somewhat cheaper the less
+// it has been measured (CostCurve::hopeful), so that it gets tried. The rest of a step (the
+// proposer told of the verdicts, sampling) is a moving average, added to every step's time.
+// Until two pass sizes are known the scheduler calibrates: it verifies everything offered, then
+// nothing, once each.
 #pragma once
 #include <cstdint>
 #include <span>
