@@ -1,6 +1,7 @@
 #include "speculative/verify_scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "core/error.h"
@@ -62,9 +63,10 @@ void CostCurve::record(int64_t count, double seconds) {
   const int64_t n = samples_[size_t(count)]++;
   if (r.size() < size_t(kRecent)) r.push_back(seconds);
   else r[size_t(n % kRecent)] = seconds;
-  std::vector<double> sorted = r;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t m = sorted.size();
+  std::array<double, kRecent> sorted;  // (on the stack: this runs every step)
+  const size_t m = r.size();
+  std::copy(r.begin(), r.end(), sorted.begin());
+  std::sort(sorted.begin(), sorted.begin() + long(m));
   seconds_[size_t(count)] = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
 }
 

@@ -111,5 +111,10 @@ fi
 # The server stops cleanly on SIGTERM.
 kill -TERM "${pids[0]}"
 wait "${pids[0]}" || { echo "dsv4 serve exited with $? on SIGTERM"; status=1; }
+# Each finished request's outcome is logged in one line, with its drafts (the main server drafts 2).
+outcomes=$(grep -c 'dsv4 serve: request [0-9]*: [a-z_]* after [0-9]* tokens in' main.log || true)
+if [ "$outcomes" -lt 10 ] || ! grep -q 'drafts accepted (' main.log; then
+  echo "request outcome lines in the main server's log: $outcomes"; status=1
+fi
 if [ $status -ne 0 ]; then echo "--- server log"; tail -50 main.log; fi
 exit $status
