@@ -16,6 +16,7 @@ void GrammarMask::begin(size_t sequence, size_t prompt_tokens) {
   State& s = states_[sequence];
   s.prompt = prompt_tokens;
   s.fed.clear();
+  s.failed = false;
   if (s.matcher) s.matcher->reset();
 }
 
@@ -45,6 +46,25 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
   }
   ++counters_.masks;
   const auto start = std::chrono::steady_clock::now();
+  if (!s.failed) {
+    try {
+      follow(s, sequence, context, part, allowed);
+    } catch (const GrammarError& e) {
+      if (eos < 0) throw;  // (no token to end with: the step fails)
+      s.failed = true;
+      if (error_.empty()) error_ = e.what();
+    }
+  }
+  if (s.failed) {
+    std::fill(allowed.begin(), allowed.end(), uint64_t(0));
+    if (size_t(eos) < allowed.size() * 64) allow(allowed, size_t(eos));
+  }
+  counters_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// Brings the sequence's matcher to `part` (the grammar's part of the context) and writes its mask.
+void GrammarMask::follow(State& s, size_t sequence, std::span<const int32_t> context, std::span<const int32_t> part,
+                         std::span<uint64_t> allowed) const {
   if (!s.matcher) s.matcher = std::make_unique<TokenMatcher>(grammar_);
   // Keep what the matcher holds of this context; roll back what was dropped (drafts).
   const size_t common = size_t(std::mismatch(s.fed.begin(), s.fed.end(), part.begin(), part.end()).first - s.fed.begin());
@@ -69,7 +89,6 @@ void GrammarMask::allowed_tokens(size_t sequence, std::span<const int32_t> conte
     s.matcher->fill_mask(bits_);
     std::copy_n(bits_.begin(), allowed.size(), allowed.begin());
   }
-  counters_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void GrammarMask::Counters::record(double s) {

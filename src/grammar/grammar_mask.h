@@ -11,12 +11,17 @@
 // applies from the token after the reasoning's end (</think>) — wherever that falls, in a draft
 // or in a verified row. EOS is not allowed before the grammar completes (the answer must come),
 // then it is the only token allowed when nothing can follow.
+//
+// A grammar too ambiguous to follow (grammar_matcher.h: kMaxParseStacks) fails only its own
+// sequences: from the token where it gave up, the mask allows EOS alone, and error() says why
+// — the request reports that error, its neighbours in the batch go on.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "grammar/token_grammar.h"
@@ -41,6 +46,8 @@ class GrammarMask : public TokenMask {
   // Does `output` (the tokens generated after the prompt, EOS included or not) complete the
   // grammar? False when the budget ran out inside it, or inside the reasoning.
   bool complete(std::span<const int32_t> output) const;
+  // Why the grammar gave up on some sequence (empty: it has not).
+  const std::string& error() const { return error_; }
 
   struct Counters {
     int64_t masks = 0;          // allowed_tokens calls under the grammar
@@ -62,7 +69,10 @@ class GrammarMask : public TokenMask {
     size_t prompt = SIZE_MAX;
     std::vector<int32_t> fed;           // the output tokens under the grammar the matcher holds
     std::unique_ptr<TokenMatcher> matcher;
+    bool failed = false;                // the matcher gave up: EOS alone from here on
   };
+  void follow(State& s, size_t sequence, std::span<const int32_t> context, std::span<const int32_t> part,
+              std::span<uint64_t> allowed) const;
   // The part of `output` the grammar applies to; false while still in the reasoning.
   bool grammar_part(std::span<const int32_t> output, std::span<const int32_t>& part) const;
 
@@ -71,6 +81,7 @@ class GrammarMask : public TokenMask {
   mutable std::map<size_t, State> states_;
   mutable std::vector<uint64_t> bits_;  // when the caller's bitmap is shorter than the vocabulary's
   mutable Counters counters_;
+  mutable std::string error_;
 };
 
 }  // namespace dsv4::grammar

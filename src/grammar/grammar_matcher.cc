@@ -1,25 +1,63 @@
 #include "grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <bit>
 #include <string_view>
 
 #include "grammar/grammar_analysis.h"
 
 namespace dsv4::grammar {
 
+uint64_t StackSet::hash_of(std::span<const uint32_t> s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  for (uint32_t w : s) h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 32);
+}
+
+// From the top down: the stacks of a set mostly share their bottom and differ at the top.
+bool StackSet::equal(size_t i, std::span<const uint32_t> s) const {
+  const auto t = (*this)[i];
+  return t.size() == s.size() && std::equal(t.rbegin(), t.rend(), s.rbegin());
+}
+
 bool StackSet::contains(std::span<const uint32_t> s) const {
-  for (size_t i = 0; i < size(); ++i) {
-    const auto t = (*this)[i];
-    // From the top down: the stacks of a set mostly share their bottom and differ at the top.
-    if (t.size() == s.size() && std::equal(t.rbegin(), t.rend(), s.rbegin())) return true;
+  const uint64_t h = hash_of(s);
+  if (table_.empty()) {
+    for (size_t i = 0; i < size(); ++i)
+      if (hash_[i] == h && equal(i, s)) return true;
+    return false;
   }
+  const size_t m = table_.size() - 1;
+  for (size_t j = size_t(h) & m; table_[j]; j = (j + 1) & m)
+    if (hash_[table_[j] - 1] == h && equal(table_[j] - 1, s)) return true;
   return false;
 }
 
 void StackSet::add(std::span<const uint32_t> s) {
   if (contains(s)) return;
+  push(s, hash_of(s));
+}
+
+void StackSet::push(std::span<const uint32_t> s, uint64_t h) {
   begin_.push_back(uint32_t(data_.size()));
   data_.insert(data_.end(), s.begin(), s.end());
+  hash_.push_back(h);
+  if (size() < kIndexFrom) return;
+  if (2 * size() > table_.size()) return index();  // (kept at most half full)
+  const size_t m = table_.size() - 1;
+  size_t j = size_t(h) & m;
+  while (table_[j]) j = (j + 1) & m;
+  table_[j] = uint32_t(size());
+}
+
+void StackSet::index() {
+  table_.assign(std::bit_ceil(4 * size()), 0);
+  const size_t m = table_.size() - 1;
+  for (size_t i = 0; i < size(); ++i) {
+    size_t j = size_t(hash_[i]) & m;
+    while (table_[j]) j = (j + 1) & m;
+    table_[j] = uint32_t(i + 1);
+  }
 }
 
 bool StackSet::has_empty() const {
@@ -44,8 +82,8 @@ void StackSet::append_to(std::vector<uint32_t>& out) const {
 void StackSet::assign_serialized(std::span<const uint32_t> words) {
   clear();
   for (size_t i = 0; i < words.size(); i += 1 + words[i]) {  // (distinct already: no contains())
-    begin_.push_back(uint32_t(data_.size()));
-    data_.insert(data_.end(), words.begin() + ptrdiff_t(i + 1), words.begin() + ptrdiff_t(i + 1 + words[i]));
+    const auto s = words.subspan(i + 1, words[i]);
+    push(s, hash_of(s));
   }
 }
 
@@ -71,19 +109,19 @@ void StackStepper::expand(std::span<const uint32_t> stack, StackSet& out) {
     work_.resize(work_.size() - n);
     for (;;) {
       if (cur_.empty()) {
-        out.add(cur_);
+        emit(out);
         break;
       }
       const uint32_t pos = cur_.back();
       if (pos >= elements) {  // a caller marker on top: the known frames have all returned
-        if (pos == approximate_end()) out.add(cur_);
+        if (pos == approximate_end()) emit(out);
         else if (pos == cut_marker()) cut_reached_ = true;
         else return_to_callers(pos);
         break;
       }
       const Element& e = g_.at(pos);
       if (e.kind == Element::kBytes) {
-        out.add(cur_);
+        emit(out);
         break;
       }
       cur_.pop_back();
@@ -106,6 +144,14 @@ void StackStepper::expand(std::span<const uint32_t> stack, StackSet& out) {
       cur_.push_back(first_alt);
     }
   }
+}
+
+void StackStepper::emit(StackSet& out) {
+  out.add(cur_);
+  if (out.size() > max_stacks_)
+    throw GrammarError(cat("grammar: more than ", max_stacks_, " parses are alive at once; the "
+                           "grammar is too ambiguous (an optional or repeated part that can match the same text in "
+                           "several ways, as in `x? x?`): rewrite it so that a text has one parse"));
 }
 
 void StackStepper::return_to_callers(uint32_t marker) {

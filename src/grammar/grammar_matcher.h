@@ -5,6 +5,11 @@
 // matcher keeps every stack the input so far allows (alternatives branch), each expanded until
 // a byte set is on top; an empty stack means the root has matched completely. Stacks are
 // stored flat and their buffers reused, so matching allocates nothing once warm.
+//
+// An ambiguous grammar can keep exponentially many parses alive: in `x ::= "[" x? x? "]" | "a"`
+// every "[" doubles them (the inner x is the first or the second). Rather than let one request
+// run for hours, a step that would hold more than kMaxParseStacks stacks throws a GrammarError
+// naming the limit; grammars that schemas and tool calls produce hold a handful.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -15,12 +20,21 @@
 
 namespace dsv4::grammar {
 
-// A set of distinct stacks, stored flat.
+inline constexpr size_t kMaxParseStacks = 1024;
+// Compilation walks each token from every stack top with its callers over-approximated: their
+// sets legitimately reach one stack per caller of a rule (hundreds, for a string's character
+// class); they blow up only on grammars that matching would refuse anyway.
+inline constexpr size_t kMaxCompileStacks = 64 * kMaxParseStacks;
+
+// A set of distinct stacks, stored flat. Large sets are indexed by hash (a step over a set
+// of n stacks adds up to n stacks: a linear search each would be quadratic).
 class StackSet {
  public:
   void clear() {
     data_.clear();
     begin_.clear();
+    hash_.clear();
+    table_.clear();  // (keeps its capacity)
   }
   size_t size() const { return begin_.size(); }
   bool empty() const { return begin_.empty(); }
@@ -38,8 +52,16 @@ class StackSet {
   void assign_serialized(std::span<const uint32_t> words);
 
  private:
+  static uint64_t hash_of(std::span<const uint32_t> s);
+  bool equal(size_t i, std::span<const uint32_t> s) const;
+  void push(std::span<const uint32_t> s, uint64_t h);
+  void index();  // (re)builds table_ for the current size
+
+  static constexpr size_t kIndexFrom = 16;  // smaller sets are searched linearly
   std::vector<uint32_t> data_;
   std::vector<uint32_t> begin_;
+  std::vector<uint64_t> hash_;   // per stack
+  std::vector<uint32_t> table_;  // open addressing over the stacks (index + 1; 0 empty), from kIndexFrom stacks
 };
 
 class GrammarAnalysis;
@@ -55,7 +77,10 @@ class StackStepper {
   // root's end), marking those stacks as over-approximations (caller_marker(.., true);
   // kApproximateEnd for the root's end). A token that no over-approximated parse takes is
   // rejected in every real context.
-  void over_approximate(const GrammarAnalysis* analysis) { analysis_ = analysis; }
+  void over_approximate(const GrammarAnalysis* analysis) {
+    analysis_ = analysis;
+    max_stacks_ = kMaxCompileStacks;
+  }
   uint32_t caller_marker(uint32_t rule, bool approximate) const {
     return uint32_t(g_.elements.size() + rule + (approximate ? g_.rule_begin.size() : 0));
   }
@@ -84,10 +109,12 @@ class StackStepper {
 
  private:
   void return_to_callers(uint32_t marker);  // pushes the over-approximated continuations
+  void emit(StackSet& out);  // adds cur_ (throws past kMaxParseStacks)
 
   const Grammar& g_;
   const GrammarAnalysis* analysis_ = nullptr;
   bool cut_reached_ = false;
+  size_t max_stacks_ = kMaxParseStacks;
   std::vector<uint32_t> work_, work_len_, cur_, seed_, expanded_markers_;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <numeric>
 #include <thread>
 
@@ -32,7 +33,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
   std::atomic<size_t> next{0};
   std::mutex bitmaps_mutex;
   std::unordered_map<std::vector<uint64_t>, const std::vector<uint64_t>*, WordsHash> distinct;
-  auto work = [&] {
+  auto walk_tops = [&] {
     VocabularyWalker walker(grammar_, &analysis, *vocab_, *sorted_);
     std::vector<uint32_t> start;
     std::vector<uint64_t> bits(words_);
@@ -66,10 +67,21 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabular
       out.accepted_bits = it->second;
     }
   };
+  std::exception_ptr failure;  // the first worker's error (too ambiguous), thrown once all have stopped
+  auto work = [&] {
+    try {
+      walk_tops();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(bitmaps_mutex);
+      if (!failure) failure = std::current_exception();
+      next = tops.size();  // the others stop at their next top
+    }
+  };
   std::vector<std::thread> pool;
   for (int i = 1; i < n; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   // The mask cache's table, sized once (its masks are allocated as they are first needed).
   cache_.reserve(kMaxCachedMasks);
   cache_slab_.reset(new uint64_t[kMaxCachedMasks * words_]());  // (zeroed: its pages are touched now, not by a mask)

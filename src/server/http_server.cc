@@ -217,6 +217,8 @@ struct HttpServer::Impl {
       std::unique_ptr<grammar::GrammarMask> mask = grammar_mask_for(r, *m.tokenizer, vocabularies(m));
       const grammar::GrammarMask* g = mask.get();  // owned by the job, which outlives its decoding
       job.output_complete = [g](std::span<const int32_t> output) { return g->complete(output); };
+      job.output_error = [g] { return g->error(); };
+      job.grammar_param = r.grammar_param;
       job.mask = std::move(mask);
     }
     job.text = {r.endpoint == Endpoint::Chat, r.thinking, r.tools, r.skip_special_tokens, r.stop, m.eos, {}};
@@ -326,7 +328,9 @@ struct HttpServer::Impl {
     const auto until = std::chrono::steady_clock::now() + kWholeWait;
     while (!state->all.finished && std::chrono::steady_clock::now() < until) state->add_from(*state->channel, kHeartbeat);
     if (state->all.finished) {
-      if (!state->all.error.empty()) throw ApiError(500, state->all.error, "server_error");
+      if (!state->all.error.empty())
+        throw ApiError(state->all.error_status, state->all.error,
+                       state->all.error_status == 400 ? "invalid_request_error" : "server_error", state->all.error_param);
       res.set_content(state->body(), "application/json");
       return;
     }

@@ -25,7 +25,11 @@ void Update::append(Update&& later) {
     cached_tokens = later.cached_tokens;
     completion_tokens = later.completion_tokens;
   }
-  if (!later.error.empty()) error = std::move(later.error);
+  if (!later.error.empty()) {
+    error = std::move(later.error);
+    error_status = later.error_status;
+    error_param = std::move(later.error_param);
+  }
 }
 
 bool RequestChannel::take(Update& out, std::chrono::milliseconds timeout) {
@@ -256,17 +260,23 @@ void Scheduler::deliver(const SpeculativeDecoder::Event& e) {
   try {
     deliver_tokens(e);
   } catch (const std::exception& ex) {  // this request fails; the others go on
-    auto it = active_.find(e.id);
-    if (it == active_.end()) return;
-    Update u;
-    u.finished = true;
-    u.error = std::string("generation failed: ") + ex.what();
-    it->second->channel->publish(std::move(u));
-    decoder_.cancel(e.id);
-    decoder_.release(e.id);
-    ++finished_abort_;
-    active_.erase(it);
+    fail(e.id, std::string("generation failed: ") + ex.what(), 500);
   }
+}
+
+void Scheduler::fail(SpeculativeDecoder::SequenceId id, const std::string& message, int status, const std::string& param) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Update u;
+  u.finished = true;
+  u.error = message;
+  u.error_status = status;
+  u.error_param = param;
+  it->second->channel->publish(std::move(u));
+  decoder_.cancel(id);
+  decoder_.release(id);
+  ++finished_abort_;
+  active_.erase(it);
 }
 
 void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
@@ -293,6 +303,9 @@ void Scheduler::deliver_tokens(const SpeculativeDecoder::Event& e) {
     a.last_token = now;
   }
   const bool done = e.finished || a.stream.stopped();
+  if (done && a.job.output_error)
+    if (std::string why = a.job.output_error(); !why.empty())
+      return fail(e.id, a.job.grammar_param + ": " + why, 400, a.job.grammar_param);
   if (done) {
     a.stream.finish(u.delta);
     u.finished = true;

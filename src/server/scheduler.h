@@ -44,6 +44,8 @@ struct Update {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;                 // prompt tokens taken from the prefix cache
   std::string error;                         // the request failed inside the server
+  int error_status = 500;                    // its HTTP status (400: the request's own content, e.g. its grammar)
+  std::string error_param;                   // the request field at fault (with 400)
 
   void append(Update&& later);
 };
@@ -75,6 +77,10 @@ struct Job {
   // With a grammar: does this output complete it? An output that does not was cut short (by
   // the budget), whatever the decoder says: its finish_reason is "length", never "stop".
   std::function<bool(std::span<const int32_t> output)> output_complete;
+  // With a grammar: why it gave up on this request's output (empty: it did not). The request
+  // then fails with that message as the client's error (status 400, naming `grammar_param`).
+  std::function<std::string()> output_error;
+  std::string grammar_param;                 // the request field the grammar came from
 };
 
 struct SchedulerOptions {
@@ -109,6 +115,8 @@ class Scheduler {
   void deliver(const SpeculativeDecoder::Event& e);  // deliver_tokens(), failing only this request on error
   void deliver_tokens(const SpeculativeDecoder::Event& e);
   void fail_all(const std::string& message);
+  // Fails this request only (status 400: `param` of the request is at fault).
+  void fail(SpeculativeDecoder::SequenceId id, const std::string& message, int status, const std::string& param = "");
   void publish_metrics();
   // Into the prefix cache (with the cache on), and to disk when its prompt was long.
   void keep(SpeculativeDecoder::SequenceId id, int64_t prompt_tokens);

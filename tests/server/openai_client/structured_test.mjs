@@ -2,7 +2,7 @@
 // json_schema (the content parses and satisfies the schema, streamed and not), tool_choice
 // "required" and a named function (the call's arguments parse and satisfy the tool's schema),
 // finish_reason "length" when max_tokens cuts the structure, and 400s naming what cannot be
-// constrained. The checkpoint's weights are random: the schemas bound every string and number
+// constrained (or, for a schema too ambiguous to follow, its own request fails, not its neighbour). The checkpoint's weights are random: the schemas bound every string and number
 // so that any output the grammar allows ends within the budget.
 // Usage: node structured_test.mjs <server>
 import assert from 'node:assert/strict';
@@ -156,6 +156,22 @@ await runTests([
       assert.deepEqual(m.tool_calls.map((c) => c.function.name), ['get_time']);
       check(JSON.parse(m.tool_calls[0].function.arguments), TOOLS[1].function.parameters);
     }
+  }],
+  ['a schema too ambiguous to follow fails its own request with a 400; the request beside it goes on', async () => {
+    // Every "[" doubles the parses (either alternative of the anyOf): past the matcher's limit
+    // the grammar gives up on this sequence alone.
+    const nested = { anyOf: [{ type: 'array', items: { $ref: '#' }, minItems: 1 },
+                             { type: 'array', items: { $ref: '#' }, minItems: 1 }] };
+    await Promise.all([
+      expect400(api.chat.completions.create({ model, messages: user('Nest.'), temperature: 0, max_tokens: 200,
+                                              response_format: schemaFormat(nested) }), 'response_format', 'more than 1024 parses'),
+      (async () => {
+        const r = await api.chat.completions.create({ model, messages: user('Who are you?'), temperature: 0,
+                                                      max_tokens: 300, response_format: schemaFormat(PERSON) });
+        assert.equal(r.choices[0].finish_reason, 'stop');
+        check(JSON.parse(r.choices[0].message.content), PERSON);
+      })(),
+    ]);
   }],
   ['what cannot be constrained is a 400 naming the field and the keyword', async () => {
     await expect400(api.chat.completions.create({ model, messages: user('hi'),
