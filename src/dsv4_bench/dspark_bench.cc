@@ -86,7 +86,7 @@ DSparkBenchResult run_dspark_bench(Engine& engine, const DSparkBenchOptions& o) 
     const int64_t n = std::min(o.prefill_chunk, ctx - at);
     Transformer::Request r{seq.get(), std::span(prompt).subspan(size_t(at), size_t(n)), false, at + n < ctx, true, true};
     model.forward(std::span(&r, 1), out);
-    const PrefillChunk chunk{state.get(), prompt, at, n, 0};
+    const PrefillChunk chunk{state.get(), prompt, at, n, 0, at};
     proposer.prefill(std::span(&chunk, 1), out.taps);
     say("prefill " + std::to_string(at + n) + " / " + std::to_string(ctx));
   }

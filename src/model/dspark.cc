@@ -34,8 +34,8 @@ void DSparkDrafter::extend_context(std::span<const Context> rows, const Tensor& 
   std::vector<int64_t> picked, unused;
   std::vector<int32_t> tokens;  // (the rows' tokens: not read by this pass)
   for (const Context& r : rows) {
-    DSV4_CHECK(r.sequence && r.n >= 0 && r.keep >= 0 && r.keep <= r.n && r.row >= 0 && r.row + r.n <= taps.rows(),
-               "dspark: context rows [", r.row, ", ", r.row + r.n, ") keeping ", r.keep, " of taps ",
+    DSV4_CHECK(r.sequence && r.n >= 0 && r.keep >= 0 && r.keep <= r.n && r.row >= 0 && r.row + r.keep <= taps.rows(),
+               "dspark: context of ", r.n, " rows keeping ", r.keep, " from taps row ", r.row, " of ",
                taps.shape_string());
     DSV4_CHECK(taps.cols() == taps_width(), "dspark: taps of ", taps.cols(), " columns, expected ", taps_width());
     const int64_t skip = r.n - r.keep;
@@ -49,7 +49,7 @@ void DSparkDrafter::extend_context(std::span<const Context> rows, const Tensor& 
     tokens.assign(size_t(r.keep), 0);
     p.add_sequence(r.sequence, tokens, false, /*no_logits=*/true, c_.vocab_size,
                    std::numeric_limits<int64_t>::max(), unused);
-    for (int64_t i = 0; i < r.keep; ++i) picked.push_back(r.row + skip + i);
+    for (int64_t i = 0; i < r.keep; ++i) picked.push_back(r.row + i);
   }
   const int64_t n = p.rows();
   if (main_x) main_x->clear();

@@ -31,9 +31,9 @@ class DSparkDrafter {
   // A sequence's rings: one window-only cache layer per stage. Its length is the context written.
   std::unique_ptr<SequenceCache> new_sequence();
 
-  // Context rows of one sequence: `n` positions from its length on, whose taps are rows
-  // [row, row + n) of the taps tensor. Only the last `keep` are written (rows older than the ring
-  // at the next draft are never read: a long prompt's); the others only advance the length.
+  // Context rows of one sequence: `n` positions from its length on, of which only the last `keep`
+  // are written, from rows [row, row + keep) of the taps tensor (rows older than the ring at the
+  // next draft are never read: a long prompt's, which have no taps); the others only advance the length.
   struct Context {
     SequenceCache* sequence = nullptr;
     int64_t row = 0, n = 0, keep = 0;

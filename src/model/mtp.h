@@ -67,6 +67,7 @@ class MtpModule {
   int64_t target_vocab() const { return c_.vocab_size; }
   Backend& backend() const { return target_.backend(); }
   int64_t hidden_width() const { return c_.hc_mult * c_.hidden_size; }
+  int64_t window() const { return c_.sliding_window; }  // the rows its window-only attention reads
   const Block& block() const { return block_; }
   const MtpWeights& weights() const { return w_; }
   CachePools& pools() { return pools_; }

@@ -126,9 +126,11 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
     const int64_t first_logit = out.logits_begin[i];
     const int64_t end_logit = i + 1 < requests.size() ? out.logits_begin[i + 1] : int64_t(logit_rows.size());
     out.rows_begin[i] = int64_t(kept.size());
-    if (requests[i].streams)
-      for (int64_t r = begin; r < end; ++r) kept.push_back(r);
-    else
+    if (requests[i].streams) {
+      const int64_t from = begin + std::clamp<int64_t>(requests[i].streams_from, 0, end - begin);
+      for (int64_t l = first_logit; l < end_logit && logit_rows[size_t(l)] < from; ++l) kept.push_back(logit_rows[size_t(l)]);
+      for (int64_t r = from; r < end; ++r) kept.push_back(r);
+    } else
       kept.insert(kept.end(), logit_rows.begin() + first_logit, logit_rows.begin() + end_logit);
   }
   PromptRowsScope prompt_scope(backend_, p.prompt_rows);

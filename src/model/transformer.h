@@ -37,6 +37,9 @@ class Transformer {
     // with logits in the pass says so, the bounded head may serve them — exact values where a row
     // can reach its argmax, −∞ elsewhere (model/argmax_head.h).
     bool argmax_only = false;
+    // With streams: the rows before this one need none (a long prompt's rows before a drafter's
+    // window): the last block only extends its caches there, as for a request without streams.
+    int64_t streams_from = 0;
   };
   // Logits come to the host (they are sampled); the streams stay in backend memory, where the
   // MTP module reads them, until the next forward().

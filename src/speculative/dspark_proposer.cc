@@ -53,6 +53,18 @@ std::unique_ptr<ProposerState> DSparkProposer::load(StateReader& r) {
   return s;
 }
 
+std::unique_ptr<ProposerState> DSparkProposer::state_at(int64_t length) {
+  auto s = std::make_unique<State>();
+  s->rings = drafter_.new_sequence();
+  for (size_t l = 0; l < s->rings->num_layers(); ++l) s->rings->layer(l).kv.skip_to(length);
+  s->rings->set_length(length);
+  return s;
+}
+
+int64_t DSparkProposer::prompt_features_from(int64_t prompt_length) const {
+  return std::max<int64_t>(0, prompt_length - drafter_.window());
+}
+
 void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) {
   const int64_t W = drafter_.window();
   std::vector<DSparkDrafter::Context> rows;
@@ -60,10 +72,13 @@ void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor&
     State& s = static_cast<State&>(*c.state);
     DSV4_CHECK(s.rings->length() == c.first, "dspark proposer: prefill of positions from ", c.first,
                " on rings holding ", s.rings->length());
-    // The first draft after this prompt reads positions P-W .. P-1: older rows only advance the rings.
-    const int64_t P = int64_t(c.prompt.size()), from = std::max(c.first, P - W);
-    const int64_t keep = std::clamp<int64_t>(c.first + c.n - from, 0, c.n);
-    rows.push_back({s.rings.get(), c.row, c.n, keep});
+    // The first draft after this prompt reads positions P-W .. P-1: older rows only advance the
+    // rings (the pass computed no taps for them: prompt_features_from).
+    const int64_t P = int64_t(c.prompt.size());
+    DSV4_CHECK(c.from >= c.first && c.from <= c.first + c.n && c.from <= std::max(c.first, P - W),
+               "dspark proposer: no taps for positions [", c.first, ", ", c.from, "), which the first draft reads");
+    const int64_t keep = std::clamp<int64_t>(c.first + c.n - std::max(c.from, P - W), 0, c.first + c.n - c.from);
+    rows.push_back({s.rings.get(), c.row + (c.first + c.n - c.from - keep), c.n, keep});
   }
   drafter_.extend_context(rows, taps);
 }

@@ -33,11 +33,15 @@ void MtpProposer::keep_all_rows(ProposerState& state, bool keep) { static_cast<S
 
 // The MTP's rows [0, m) and the streams of [m, length) queued: rows up to `length` - 1 read tokens up
 // to `length`, which the new sequence shares, so rows the source computed past the cut serve too.
+// The window before the cut must be there (a prompt computes only its last window's rows, so a cut
+// deep inside a long prompt has none: null, and the new sequence prefills from the start).
 std::unique_ptr<ProposerState> MtpProposer::fork(const ProposerState& from, int64_t length) {
   const State& s = static_cast<const State&>(from);
   if (s.first_draft_position >= 0 || length < 0 || length > s.streams_end) return nullptr;
   const int64_t m = std::min(length, s.cache->length());
   if (m < s.cache->min_truncate_length()) return nullptr;
+  for (int64_t p = std::max<int64_t>(0, length - mtp_.window()); p < m; ++p)
+    if (!s.cache->layer(0).kv.has_row(p)) return nullptr;
   for (int64_t p = m; p < length; ++p)
     if (!s.streams.has_row(p)) return nullptr;
   auto f = std::make_unique<State>();
@@ -45,6 +49,15 @@ std::unique_ptr<ProposerState> MtpProposer::fork(const ProposerState& from, int6
   f->streams = s.streams.fork(length);
   f->streams_end = length;
   return f;
+}
+
+std::unique_ptr<ProposerState> MtpProposer::state_at(int64_t length) {
+  auto s = std::unique_ptr<State>(static_cast<State*>(new_state().release()));
+  for (size_t l = 0; l < s->cache->num_layers(); ++l) s->cache->layer(l).kv.skip_to(length);
+  s->cache->set_length(length);
+  s->streams.skip_to(length);
+  s->streams_end = length;
+  return s;
 }
 
 bool MtpProposer::save(const ProposerState& state, StateWriter& w) const {
@@ -72,6 +85,10 @@ void MtpProposer::store(std::vector<RowTable*>& tables, std::vector<int64_t>& ro
   mtp_.backend().store_rows(tables, rows, streams.reshape({n, width_}));
 }
 
+int64_t MtpProposer::prompt_features_from(int64_t prompt_length) const {
+  return whole_prompts_ ? 0 : std::max<int64_t>(0, prompt_length - mtp_.window());
+}
+
 void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) {
   const size_t rows_in_pass = size_t(streams.numel() / width_);
   std::vector<RowTable*> tables(rows_in_pass, nullptr);
@@ -82,19 +99,29 @@ void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& st
     State& s = static_cast<State&>(*c.state);
     DSV4_CHECK(s.first_draft_position < 0 && s.streams_end == c.first, "mtp proposer: prefill of positions from ",
                c.first, " on a state holding ", s.streams_end);
-    DSV4_CHECK(c.row >= 0 && size_t(c.row + c.n) <= rows_in_pass && c.first + c.n <= int64_t(c.prompt.size()),
-               "mtp proposer: prefill of ", c.n, " positions from ", c.first, " at row ", c.row, " of ", rows_in_pass,
-               " with ", c.prompt.size(), " tokens");
-    s.streams.ensure_rows(c.first + c.n);
-    for (int64_t i = 0; i < c.n; ++i) {
-      tables[size_t(c.row + i)] = &s.streams;
-      at[size_t(c.row + i)] = c.first + i;
+    const int64_t end = c.first + c.n;
+    DSV4_CHECK(c.from >= c.first && c.from <= end && c.row >= 0 && size_t(c.row + end - c.from) <= rows_in_pass &&
+                   end <= int64_t(c.prompt.size()),
+               "mtp proposer: prefill of positions [", c.first, ", ", end, ") with features from ", c.from, " at row ",
+               c.row, " of ", rows_in_pass, " with ", c.prompt.size(), " tokens");
+    if (c.from > c.first) {  // rows before the prompt's last window: never read (nor queued ones before them)
+      DSV4_CHECK(c.from <= int64_t(c.prompt.size()) - mtp_.window(), "mtp proposer: no features for positions [",
+                 c.first, ", ", c.from, "), which the first draft's window reads");
+      skipped_rows_ += c.from - s.cache->length();
+      for (size_t l = 0; l < s.cache->num_layers(); ++l) s.cache->layer(l).kv.skip_to(c.from);
+      s.cache->set_length(c.from);
+      s.streams.skip_to(c.from);
     }
-    s.streams_end = c.first + c.n;
+    s.streams.ensure_rows(end);
+    for (int64_t p = c.from; p < end; ++p) {
+      tables[size_t(c.row + p - c.from)] = &s.streams;
+      at[size_t(c.row + p - c.from)] = p;
+    }
+    s.streams_end = end;
     // Row t pairs the streams at t with token t+1: rows up to P - 2 can be computed.
-    const int64_t begin = s.cache->length(), end = std::min<int64_t>(s.streams_end, int64_t(c.prompt.size()) - 1);
-    if (end - begin > kMaxQueuedRows) {
-      now.push_back({s.cache.get(), nullptr, c.prompt.subspan(size_t(begin + 1), size_t(end - begin)), false,
+    const int64_t begin = s.cache->length(), computable = std::min<int64_t>(end, int64_t(c.prompt.size()) - 1);
+    if (computable - begin > kMaxQueuedRows) {
+      now.push_back({s.cache.get(), nullptr, c.prompt.subspan(size_t(begin + 1), size_t(computable - begin)), false,
                      /*no_logits=*/true, &s.streams});
       now_states.push_back(&s);
     }

@@ -10,6 +10,11 @@
 // a prefill of the MTP layer (measured: 1 s instead of 0.15 s for 160 tokens of V4-Flash
 // dimensions), which is prompt work and belongs to the prefill.
 //
+// The MTP layer attends to a window of W rows, so the first draft after a prompt of P tokens
+// reads rows P − W .. P − 1 and no later one reads an earlier row: a prompt's rows before its
+// last window are never computed (nor their streams by the target's last block; the cache's
+// length moves past them). A prompt of 4096 tokens costs the MTP 128 rows, not 4096.
+//
 // The streams it has been given and not yet used live in a paged table of backend memory
 // per sequence (row p: the stream fed to the MTP row at position p), so on a device
 // backend the target's streams go from its output to the MTP's input without the host.
@@ -26,7 +31,11 @@ class MtpProposer final : public DraftProposer {
   explicit MtpProposer(MtpModule& mtp);
 
   std::unique_ptr<ProposerState> new_state() override;
+  int64_t prompt_features_from(int64_t prompt_length) const override;
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override;
+  // Tests: every prompt row through the MTP as well (drafts must not change).
+  void compute_whole_prompts(bool whole) { whole_prompts_ = whole; }
+  int64_t skipped_prompt_rows() const { return skipped_rows_; }  // rows of prompts never computed, so far
 
   // A prompt's queued rows beyond this many are computed at once, in its prefill, without a
   // head (what a step verifies, at most max_rollback rows, always rides along).
@@ -38,6 +47,7 @@ class MtpProposer final : public DraftProposer {
   bool save(const ProposerState& state, StateWriter& w) const override;
   std::unique_ptr<ProposerState> load(StateReader& r) override;
   std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) override;
+  std::unique_ptr<ProposerState> state_at(int64_t length) override;
 
  private:
   struct State;
@@ -50,6 +60,8 @@ class MtpProposer final : public DraftProposer {
   Workspace scratch_;     // chained streams gathered for one store
   MtpModule::Output out_;
   DraftChooser chooser_;
+  bool whole_prompts_ = false;
+  int64_t skipped_rows_ = 0;
 };
 
 }  // namespace dsv4

@@ -44,15 +44,17 @@ struct DraftRequest {
   bool record_logits = false;               // keep the logits that chose each draft (tests)
 };
 
-// A chunk of a sequence's prompt in a target pass: positions [first, first + n), whose streams
-// are rows [row, row + n) of the pass; `prompt` is every token known so far, x_0..x_{P-1}
-// (P ≥ first + n). A finished sequence continued with more tokens is prefilled the same way,
-// from where its state ends.
+// A chunk of a sequence's prompt in a target pass: positions [first, first + n); `prompt` is
+// every token known so far, x_0..x_{P-1} (P ≥ first + n). The pass has the features of positions
+// [from, first + n) only, at rows [row, row + first + n - from) (from ≥ first: the rows before
+// the proposer's prompt_features_from(P) got none). A finished sequence continued with more
+// tokens is prefilled the same way, from where its state ends.
 struct PrefillChunk {
   ProposerState* state = nullptr;
   std::span<const int32_t> prompt;
   int64_t first = 0, n = 0;
   int64_t row = 0;
+  int64_t from = 0;
 };
 
 // A sequence's verification in a target pass: `accepted` drafts were kept (0 when it had no
@@ -97,6 +99,10 @@ class DraftProposer {
   enum class Cost { Once, PerDraft };
   virtual Cost draft_cost() const { return Cost::PerDraft; }
 
+  // The first position of a prompt of P tokens whose features prefill() reads: the target's last
+  // block computes no features for the rows before it (they only extend its caches). A drafter
+  // whose layers attend to a window reads the last window of a prompt: P − W.
+  virtual int64_t prompt_features_from(int64_t prompt_length) const { return 0; }
   // Fills the states over prompt chunks, in order per sequence; `streams` are the pass's
   // features (features()).
   virtual void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) = 0;
@@ -117,6 +123,10 @@ class DraftProposer {
   virtual void keep_all_rows(ProposerState&, bool keep = true) {}
   virtual int64_t bytes_held() const { return 0; }  // what all its states hold together
   virtual std::unique_ptr<ProposerState> fork(const ProposerState& from, int64_t length) { return nullptr; }
+  // A new state at `length` tokens whose rows before it are never read: a reused prefix's where the
+  // source no longer holds them, for a prompt whose features from `length` on will come (length ≤
+  // prompt_features_from(P)). Null: this proposer cannot start past 0.
+  virtual std::unique_ptr<ProposerState> state_at(int64_t length) { return nullptr; }
   // The disk tier (cache/state_file.h): a state's rows written as stored, and read back into a new
   // state (throwing, naming the file, where they do not fit this proposer). False / null: this
   // proposer's states are not written.

@@ -115,7 +115,14 @@ SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prom
   std::unique_ptr<ProposerState> draft;
   if (wants_draft_state(o)) {
     if (from.draft) draft = proposer_->fork(*from.draft, cut);
-    if (!draft) return id;
+    if (!draft) {
+      // The source's drafter rows before the cut are gone (a long prompt computes only its last
+      // window's): a new drafter state starts where the rest of this prompt gives it the window
+      // its first draft reads — at the cut, or before it when the rest is shorter than that.
+      const int64_t at = std::min(cut, proposer_->prompt_features_from(int64_t(s.prompt.size())));
+      if (at <= 0 || at < from.cache->min_truncate_length() || !(draft = proposer_->state_at(at))) return id;
+      cut = at;
+    }
     if (o.reusable) proposer_->keep_all_rows(*draft);
   }
   s.cache = from.cache->fork(cut);
@@ -469,9 +476,11 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     const int64_t P = int64_t(s->prompt.size()), n = std::min(prefill_chunk_, P - s->prefilled);
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
+    // The proposer reads the features of the prompt's last rows only (a window-only drafter).
+    const int64_t skip = drafts_from(*s) ? std::clamp(proposer_->prompt_features_from(P) - s->prefilled, int64_t(0), n) : 0;
     requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
                         false, /*no_logits=*/!last, /*prompt=*/true, /*streams=*/drafts_from(*s),
-                        /*argmax_only=*/argmax_only(*s)});
+                        /*argmax_only=*/argmax_only(*s), /*streams_from=*/skip});
   }
   for (size_t r = 0; r < running.size(); ++r) {
     verify_tokens[r].assign(1, running[r]->last());
@@ -509,7 +518,7 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
       if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
     }
     if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
-                                            out_.rows_begin[i]});
+                                            out_.rows_begin[i], chunks[i].first + requests[i].streams_from});
     metrics_.prefill_rows += chunks[i].second;
   }
   std::vector<int> accepted(running.size());

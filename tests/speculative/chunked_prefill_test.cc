@@ -2,9 +2,11 @@
 // the previous ones wrote, the compressors' pending rows and the indexer carried across
 // chunk borders, the MTP's rows computed as they come) gives bit-identical results to one
 // pass, for chunk sizes that are not multiples of 4 or 128 and that split compression blocks:
-// the same tokens, and the same bits in every verification row and every draft's logits.
+// the same tokens, and the same bits in every verification row and every draft's logits. A
+// prompt's drafter rows before its last window are skipped, with the same bits again.
 #include <gtest/gtest.h>
 
+#include "speculative/mtp_proposer.h"
 #include "support/spec_support.h"
 #include "support/test_support.h"
 
@@ -56,6 +58,52 @@ TEST(ChunkedPrefill, AnyChunkSizeGivesTheSameBits) {
   }
   EXPECT_EQ(steps, 43);
   EXPECT_THROW(decoder.set_prefill_chunk(0), Error);
+}
+
+// The MTP layer attends to its last W rows, so a prompt's rows before its last window are never
+// read: they are not computed (nor their streams by the target's last block), and every draft,
+// draft logit and verification row is the same bits as with the whole prompt through the MTP.
+TEST(ChunkedPrefill, TheDrafterComputesOnlyAPromptsLastWindow) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  auto* mtp = dynamic_cast<MtpProposer*>(engine->proposer.get());
+  ASSERT_NE(mtp, nullptr);
+  const int64_t V = engine->config().vocab_size, W = engine->config().sliding_window;
+  const std::vector<std::vector<int32_t>> prompts = {test::random_prompt(300, V, 91), test::random_prompt(W - 3, V, 92)};
+  GenerateOptions o;
+  o.max_new_tokens = 30;
+  o.draft_tokens = 3;
+  o.record_steps = true;
+  auto run = [&](bool whole, int64_t chunk, int64_t& skipped, int64_t& mtp_rows) {
+    mtp->compute_whole_prompts(whole);
+    const int64_t skipped0 = mtp->skipped_prompt_rows(), rows0 = engine->mtp->counts().rows;
+    SpeculativeDecoder decoder(*engine->target, mtp);
+    decoder.set_prefill_chunk(chunk);
+    auto out = decoder.generate(prompts, o);
+    skipped = mtp->skipped_prompt_rows() - skipped0;
+    mtp_rows = engine->mtp->counts().rows - rows0;
+    return out;
+  };
+  int64_t skipped_whole, rows_whole;
+  const auto whole = run(true, 1 << 20, skipped_whole, rows_whole);
+  EXPECT_EQ(skipped_whole, 0);
+  for (int64_t chunk : {int64_t(1) << 20, int64_t(100)}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    int64_t skipped, rows;
+    const auto window = run(false, chunk, skipped, rows);
+    EXPECT_EQ(skipped, 300 - W) << "the long prompt's rows before its last window; none of the short one's";
+    EXPECT_EQ(rows, rows_whole - skipped);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(window[i].tokens, whole[i].tokens) << "sequence " << i;
+      ASSERT_EQ(window[i].steps.size(), whole[i].steps.size());
+      for (size_t s = 0; s < whole[i].steps.size(); ++s) {
+        const StepRecord &a = window[i].steps[s], &b = whole[i].steps[s];
+        ASSERT_EQ(a.drafts, b.drafts) << "sequence " << i << ", step " << s;
+        ASSERT_TRUE(a.draft_logits == b.draft_logits) << "sequence " << i << ", step " << s << ": draft logits";
+        ASSERT_TRUE(a.target_logits == b.target_logits) << "sequence " << i << ", step " << s << ": verification rows";
+      }
+    }
+  }
+  mtp->compute_whole_prompts(false);
 }
 
 }  // namespace

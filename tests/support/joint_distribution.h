@@ -49,6 +49,7 @@ class ForwardingProposer : public DraftProposer {
   TargetFeatures features() const override { return inner_.features(); }
   int max_drafts() const override { return inner_.max_drafts(); }
   Cost draft_cost() const override { return inner_.draft_cost(); }
+  int64_t prompt_features_from(int64_t prompt_length) const override { return inner_.prompt_features_from(prompt_length); }
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override { inner_.prefill(chunks, streams); }
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override {
     inner_.propose(requests, drafts);
