@@ -120,7 +120,7 @@ void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& st
     s.streams_end = end;
     // Row t pairs the streams at t with token t+1: rows up to P - 2 can be computed.
     const int64_t begin = s.cache->length(), computable = std::min<int64_t>(end, int64_t(c.prompt.size()) - 1);
-    if (computable - begin > kMaxQueuedRows) {
+    if (computable - begin > kMaxQueuedRows && !c.defer) {
       now.push_back({s.cache.get(), nullptr, c.prompt.subspan(size_t(begin + 1), size_t(computable - begin)), false,
                      /*no_logits=*/true, &s.streams});
       now_states.push_back(&s);
@@ -153,6 +153,13 @@ void MtpProposer::accept(std::span<const Verified> verified, const Tensor& strea
       at[size_t(v.row + i)] = L + i;
     }
     s.streams_end = L + v.accepted + 1;
+    // Queued rows older than the next draft's window are never read (plain steps of an auto
+    // sequence queue one a step): the cache moves past them.
+    if (const int64_t oldest = s.streams_end - mtp_.window(); oldest > s.cache->length()) {
+      skipped_rows_ += oldest - s.cache->length();
+      for (size_t l = 0; l < s.cache->num_layers(); ++l) s.cache->layer(l).kv.skip_to(oldest);
+      s.cache->set_length(oldest);
+    }
     s.streams.release_before(s.cache->length());
     s.first_draft_position = -1;
   }

@@ -13,7 +13,9 @@
 // The MTP layer attends to a window of W rows, so the first draft after a prompt of P tokens
 // reads rows P − W .. P − 1 and no later one reads an earlier row: a prompt's rows before its
 // last window are never computed (nor their streams by the target's last block; the cache's
-// length moves past them). A prompt of 4096 tokens costs the MTP 128 rows, not 4096.
+// length moves past them). A prompt of 4096 tokens costs the MTP 128 rows, not 4096. A sequence
+// that may not draft soon (`--draft auto`) leaves even those until its first draft, and its
+// queue never holds more than a window: plain decoding costs the MTP nothing but the streams kept.
 //
 // The streams it has been given and not yet used live in a paged table of backend memory
 // per sequence (row p: the stream fed to the MTP row at position p), so on a device
@@ -35,7 +37,7 @@ class MtpProposer final : public DraftProposer {
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override;
   // Tests: every prompt row through the MTP as well (drafts must not change).
   void compute_whole_prompts(bool whole) { whole_prompts_ = whole; }
-  int64_t skipped_prompt_rows() const { return skipped_rows_; }  // rows of prompts never computed, so far
+  int64_t skipped_rows() const { return skipped_rows_; }  // rows never computed (before a window), so far
 
   // A prompt's queued rows beyond this many are computed at once, in its prefill, without a
   // head (what a step verifies, at most max_rollback rows, always rides along).

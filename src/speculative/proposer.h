@@ -55,6 +55,9 @@ struct PrefillChunk {
   int64_t first = 0, n = 0;
   int64_t row = 0;
   int64_t from = 0;
+  // The sequence may not draft for a while (`--draft auto`): a proposer may leave the work its
+  // first draft needs until that draft (the MTP's rows: at most a window of them).
+  bool defer = false;
 };
 
 // A sequence's verification in a target pass: `accepted` drafts were kept (0 when it had no

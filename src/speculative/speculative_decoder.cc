@@ -518,7 +518,8 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
       if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
     }
     if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
-                                            out_.rows_begin[i], chunks[i].first + requests[i].streams_from});
+                                            out_.rows_begin[i], chunks[i].first + requests[i].streams_from,
+                                            /*defer=*/s.options.draft_auto});
     metrics_.prefill_rows += chunks[i].second;
   }
   std::vector<int> accepted(running.size());

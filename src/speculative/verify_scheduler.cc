@@ -230,6 +230,31 @@ std::vector<int> VerifyScheduler::best(std::span<const std::vector<double>> cumu
   return prefixes[pick];
 }
 
+// A measuring step (the calibration, a probe) drafts for one sequence of the batch, in turn: one
+// measures what is to be measured, and each drafting sequence first computes its drafter's queued
+// rows (up to a window of them), which a batch of four paid for one step's worth of measurement.
+std::vector<int> VerifyScheduler::one_of(std::vector<int> ask) {
+  const size_t n = ask.size();
+  size_t pick = n;
+  for (size_t j = 0; j < n && pick == n; ++j)
+    if (ask[(measured_turn_ + j) % n] > 0) pick = (measured_turn_ + j) % n;
+  ++measured_turn_;
+  for (size_t i = 0; i < n; ++i)
+    if (i != pick) ask[i] = 0;
+  return ask;
+}
+
+// Would drafting pay if every draft were accepted? Where it would not (a batch whose verification
+// rows cost about a token's time each, a drafter as dear as a pass), measuring acceptance cannot
+// change the decision, and a probe is pure cost: its first draft also computes the drafter's rows
+// queued during the plain streak (up to a window of them per sequence).
+bool VerifyScheduler::could_pay(std::span<const int> ask) const {
+  std::vector<std::vector<double>> certain(ask.size());
+  for (size_t i = 0; i < ask.size(); ++i) certain[i].assign(size_t(ask[i]), 1.0);
+  const std::vector<int> n = best(certain, /*sunk_draft=*/false, 0, 0);
+  return std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
+}
+
 std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const> sequences,
                                        std::span<const int> limits) {
   DSV4_CHECK(sequences.size() == limits.size(), "verify scheduler: ", sequences.size(), " sequences, ",
@@ -241,7 +266,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   if (calibrating()) {  // the longest verification once, then plain passes, until two sizes are known
     if (!calibrated_full_) {
       calibrated_full_ = true;
-      return ask;
+      return one_of(ask);
     }
     ++plain_steps_;
     return std::vector<int>(ask.size(), 0);
@@ -256,6 +281,10 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   }
   const std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
   const bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
+  if (!drafts && !could_pay(ask)) {  // nothing a probe could find would change the decision
+    ++plain_steps_;
+    return n;
+  }
   if (!drafts && ++since_draft_ < probe_interval_) {
     ++plain_steps_;
     return n;
@@ -269,7 +298,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
     probe_interval_ = std::min(probe_interval_ * 2, int64_t(options_.probe_every) * 8);
     if (options_.cost == DraftProposer::Cost::PerDraft)
       for (int& k : ask) k = std::min(k, 1);
-    return ask;
+    return one_of(ask);
   }
   probe_interval_ = options_.probe_every;
   // A block drafter drafts its whole block for the same cost (select() trims it with the drafts'

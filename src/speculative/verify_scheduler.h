@@ -13,7 +13,8 @@
 // earns at the long-run rate (the better of that best rate and plain decoding's), which is the
 // same prefix where drafting pays and a shorter one where it does not. Before drafting the rate,
 // with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
-// cost grows per draft, how deep to draft); where it does not, a probe step still drafts after
+// cost grows per draft, how deep to draft); where it does not but would if every draft were
+// accepted, a probe step still drafts after
 // `probe_every` plain steps, then after twice as many (up to 8x) while drafting keeps not paying,
 // so acceptance keeps being measured at a cost that shrinks; a probe's first draft is verified
 // whatever the model expects of it. Once a probe's outcome makes drafting pay, the plan drafts
@@ -30,8 +31,10 @@
 // linearly between measured ones, and the choice takes every count as somewhat cheaper the less
 // it has been measured (CostCurve::hopeful), so that it gets tried. The rest of a step (the
 // proposer told of the verdicts, sampling) is a moving average, added to every step's time.
-// Until two pass sizes are known the scheduler calibrates: it verifies everything offered, then
-// nothing, once each.
+// Until two pass sizes are known the scheduler calibrates: it verifies everything offered to one
+// sequence of the batch, then nothing, once each. Measuring steps (the calibration, probes) draft
+// for one sequence of a batch, in turn: a drafting sequence first computes its drafter's queued
+// rows, which every sequence of a batch paid for one step's measurement.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -132,6 +135,8 @@ class VerifyScheduler {
   std::vector<int> best(std::span<const std::vector<double>> cumulative, bool sunk_draft, int64_t drafted,
                         int depth) const;
   double draft_seconds(int64_t sequences, int depth) const;
+  bool could_pay(std::span<const int> ask) const;
+  std::vector<int> one_of(std::vector<int> ask);
   double step_seconds(int64_t rows, double draft) const { return draft + pass_.hopeful(rows) + overhead_; }
 
   Options options_;
@@ -141,6 +146,7 @@ class VerifyScheduler {
   double overhead_ = 0;
   Expectation expected_;
   int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, probe_interval_ = 0;
+  size_t measured_turn_ = 0;  // the sequence (index in the batch) the next measuring step drafts for
   bool calibrated_full_ = false, frozen_ = false, probing_ = false;
 };
 

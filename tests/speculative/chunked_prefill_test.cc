@@ -75,11 +75,11 @@ TEST(ChunkedPrefill, TheDrafterComputesOnlyAPromptsLastWindow) {
   o.record_steps = true;
   auto run = [&](bool whole, int64_t chunk, int64_t& skipped, int64_t& mtp_rows) {
     mtp->compute_whole_prompts(whole);
-    const int64_t skipped0 = mtp->skipped_prompt_rows(), rows0 = engine->mtp->counts().rows;
+    const int64_t skipped0 = mtp->skipped_rows(), rows0 = engine->mtp->counts().rows;
     SpeculativeDecoder decoder(*engine->target, mtp);
     decoder.set_prefill_chunk(chunk);
     auto out = decoder.generate(prompts, o);
-    skipped = mtp->skipped_prompt_rows() - skipped0;
+    skipped = mtp->skipped_rows() - skipped0;
     mtp_rows = engine->mtp->counts().rows - rows0;
     return out;
   };
@@ -104,6 +104,66 @@ TEST(ChunkedPrefill, TheDrafterComputesOnlyAPromptsLastWindow) {
     }
   }
   mtp->compute_whole_prompts(false);
+}
+
+// A `--draft auto` sequence may never draft: its drafter rows wait for its first draft (none in
+// the prefill), and its plain steps keep no more than a window of them queued. Where it never
+// drafts the MTP computes nothing; where it drafts, the first draft's logits are the bits a
+// fixed-K run has at that position.
+TEST(ChunkedPrefill, AnAutoSequencesDrafterRowsWaitForItsFirstDraft) {
+  auto engine = Engine::open(test::mirror_checkpoint(), {test::test_backend(), true, 0, 16});
+  auto* mtp = dynamic_cast<MtpProposer*>(engine->proposer.get());
+  ASSERT_NE(mtp, nullptr);
+  const int64_t V = engine->config().vocab_size, W = engine->config().sliding_window, P = 200;
+  const std::vector<int32_t> prompt = test::random_prompt(P, V, 93);
+  GenerateOptions o;
+  o.max_new_tokens = 160;
+  o.draft_tokens = 3;
+  o.record_steps = true;
+  const auto fixed = test::generate(*engine, {prompt}, o)[0];
+  o.draft_auto = true;
+  // Frozen costs: a pass of `base` + `per_row` a row, a draft depth of `draft` (seconds).
+  auto run = [&](double base, double per_row, double draft, int64_t& mtp_rows, int64_t& skipped, int64_t& drafted) {
+    auto scheduler = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{3, DraftProposer::Cost::PerDraft, 8});
+    for (int64_t rows = 1; rows <= 8; ++rows) scheduler->record_pass(rows, base + per_row * double(rows - 1));
+    scheduler->record_draft(1, 1, draft);
+    scheduler->freeze_costs();
+    SpeculativeDecoder decoder(*engine->target, mtp);
+    decoder.set_scheduler(std::move(scheduler));
+    const int64_t rows0 = engine->mtp->counts().rows, skipped0 = mtp->skipped_rows();
+    const auto id = decoder.add(prompt, o);
+    decoder.step();  // the prefill
+    EXPECT_EQ(engine->mtp->counts().rows - rows0, 0) << "the drafter's prompt rows wait for a draft";
+    while (!decoder.finished(id)) decoder.step();
+    mtp_rows = engine->mtp->counts().rows - rows0;
+    skipped = mtp->skipped_rows() - skipped0;
+    drafted = decoder.metrics().drafted;
+    return decoder.release(id);
+  };
+  int64_t rows, skipped, drafted;
+  // Every row as dear as a token: drafting cannot pay even if accepted, so no probe either.
+  const SequenceOutput plain = run(0.010, 0.010, 0.005, rows, skipped, drafted);
+  EXPECT_EQ(plain.tokens, fixed.tokens);
+  EXPECT_EQ(drafted, 0);
+  EXPECT_EQ(rows, 0) << "a sequence that never drafts costs the MTP nothing";
+  EXPECT_GE(skipped, P - W + 150) << "all but the last window of its rows skipped";
+  // Cheap verification: it drafts.
+  const SequenceOutput drafting = run(0.010, 0.0002, 0.0005, rows, skipped, drafted);
+  EXPECT_EQ(drafting.tokens, fixed.tokens);
+  EXPECT_GT(drafted, 0);
+  int compared = 0;
+  for (const StepRecord& a : drafting.steps) {
+    if (a.drafts.empty()) continue;
+    for (const StepRecord& b : fixed.steps)
+      if (b.position == a.position && !b.drafts.empty()) {
+        ASSERT_EQ(a.drafts[0], b.drafts[0]) << "position " << a.position;
+        const size_t dv = a.draft_logits.size() / a.drafts.size();  // (the draft head's rows)
+        ASSERT_TRUE(std::equal(a.draft_logits.begin(), a.draft_logits.begin() + long(dv), b.draft_logits.begin()))
+            << "position " << a.position << ": first draft's logits";
+        ++compared;
+      }
+  }
+  EXPECT_GT(compared, 10) << "too few positions both runs drafted at";
 }
 
 }  // namespace

@@ -221,11 +221,40 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
   EXPECT_EQ(s.plan(gs, limit), std::vector<int>{5});
 }
 
+// Where drafting would not pay even if every draft were accepted (every verification row as dear
+// as a token), no probe: measuring acceptance could not change the decision. With cheaper rows,
+// acceptance could: probes come, each drafting for one sequence of the batch in turn.
+TEST(VerifyScheduler, NoProbesWhereEvenAcceptedDraftsCannotPay) {
+  for (const bool rows_dear : {true, false}) {
+    VerifyScheduler s = rows_dear ? measured(Cost::PerDraft, 4, [](int64_t r) { return 0.010 * double(r); },
+                                             [](int64_t) { return 0.005; })
+                                  : measured(Cost::PerDraft, 4, [](int64_t r) { return 0.010 + 0.005 * double(r - 1); },
+                                             [](int64_t) { return 0.001; });
+    AcceptanceHistory h;
+    for (int i = 0; i < 40; ++i) s.record_step(h, 4, 0);  // every draft rejected so far
+    const AcceptanceHistory* hs[] = {&h, &h, &h, &h};
+    const int limit[] = {4, 4, 4, 4};
+    int probes = 0;
+    std::vector<int> drafting;  // the sequence each probe drafts for
+    for (int step = 0; step < 200; ++step) {
+      const std::vector<int> k = s.plan(hs, limit);
+      if (std::all_of(k.begin(), k.end(), [](int n) { return n == 0; })) continue;
+      ++probes;
+      EXPECT_EQ(std::count(k.begin(), k.end(), 0), 3) << "a probe drafts for one sequence";
+      drafting.push_back(int(std::find_if(k.begin(), k.end(), [](int n) { return n > 0; }) - k.begin()));
+    }
+    if (rows_dear) EXPECT_EQ(probes, 0) << "a probe where nothing it finds could pay";
+    else EXPECT_EQ(drafting, (std::vector<int>{0, 1, 2, 3, 0})) << "drafts accepted would pay: probes at 8, 24, 56, "
+                                                                   "120, 184, one sequence each in turn";
+  }
+}
+
 // A probe measures: its draft is verified even where the model expects it to fail (trimmed, a
 // probe measured nothing, and a sequence whose acceptance rose later was never seen to).
 TEST(VerifyScheduler, AProbeVerifiesItsDraft) {
-  VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t r) { return 0.010 * double(r); },
-                               [](int64_t) { return 0.010; });
+  // (Costs at which a draft pays if accepted: a pass 10 ms + 1 ms a row, a draft 5 ms.)
+  VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t r) { return 0.010 + 0.001 * double(r - 1); },
+                               [](int64_t) { return 0.005; });
   AcceptanceHistory h;
   for (int i = 0; i < 40; ++i) s.record_step(h, 4, 0);  // every draft rejected so far
   const AcceptanceHistory* hs[] = {&h};
