@@ -395,10 +395,11 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
     depth = std::max(depth, count[r]);
   }
   // A proposer that keeps its own cache from the target's rows (the MTP) computes the rows of the
-  // plain steps since it last drafted in its next draft's pass: that time is the plain steps'
-  // share, not a draft's, and charged to drafting it made a probe after a long plain streak look
-  // dear enough that drafting never resumed. Drafts are timed only where every sequence drafted
-  // in its previous step too (or while nothing is known yet).
+  // plain steps since it last drafted (an auto sequence's first draft: its prompt's last window)
+  // in its next draft's pass: that time is the plain steps' share, not a draft's, and charged to
+  // drafting it made a probe or the calibration look dear enough that drafting never resumed.
+  // Drafts are timed only where every sequence drafted in its previous step too (until then a
+  // draft counts as free, so the next step drafts and is timed).
   bool steady = true;
   for (size_t r = 0; r < running.size(); ++r) {
     if (count[r] > 0 && !running[r]->drafted_last_step) steady = false;
@@ -409,7 +410,7 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
   const auto t0 = std::chrono::steady_clock::now();
   proposer_->propose(requests, got);
   const int64_t drafting = int64_t(requests.size());
-  if (scheduler_ && (steady || !scheduler_->draft_cost().known(drafting)))
+  if (scheduler_ && steady)
     scheduler_->record_draft(drafting, depth, seconds_since(t0));
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
   if (automatic.empty()) return;
