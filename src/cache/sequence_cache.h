@@ -93,6 +93,13 @@ class SequenceCache {
   // Returns the state to what it was after `new_length` tokens. Throws if that needs rows
   // already released (a rollback longer than `retain` tokens).
   void truncate(int64_t new_length);
+  // Moves the length to `length` without computing the rows before it, which no later position
+  // reads (window-only layers: a drafter's rows before the window its next draft reads). Blocks
+  // holding only such rows are released.
+  void skip_to(int64_t length) {
+    for (LayerCache& l : layers_) l.kv.skip_to(length);
+    length_ = length;
+  }
   // Releases rows no rollback of up to `retain` tokens can need any more.
   void release_unneeded();
   // The earliest length truncate() can still return to.

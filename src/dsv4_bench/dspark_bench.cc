@@ -149,8 +149,7 @@ DSparkBenchResult run_dspark_bench(Engine& engine, const DSparkBenchOptions& o) 
           model.forward(std::span(&r, 1), out);
           seq->truncate(ctx);
           rings[size_t(i)] = drafter.new_sequence();
-          for (size_t s = 0; s < rings[size_t(i)]->num_layers(); ++s) rings[size_t(i)]->layer(s).kv.skip_to(ctx);
-          rings[size_t(i)]->set_length(ctx);
+          rings[size_t(i)]->skip_to(ctx);
         });
   }
   // The head alone on n rows (the streams of the last verification pass's rows).

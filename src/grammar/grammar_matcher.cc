@@ -20,8 +20,9 @@ bool StackSet::equal(size_t i, std::span<const uint32_t> s) const {
   return t.size() == s.size() && std::equal(t.rbegin(), t.rend(), s.rbegin());
 }
 
-bool StackSet::contains(std::span<const uint32_t> s) const {
-  const uint64_t h = hash_of(s);
+bool StackSet::contains(std::span<const uint32_t> s) const { return contains(s, hash_of(s)); }
+
+bool StackSet::contains(std::span<const uint32_t> s, uint64_t h) const {
   if (table_.empty()) {
     for (size_t i = 0; i < size(); ++i)
       if (hash_[i] == h && equal(i, s)) return true;
@@ -34,8 +35,8 @@ bool StackSet::contains(std::span<const uint32_t> s) const {
 }
 
 void StackSet::add(std::span<const uint32_t> s) {
-  if (contains(s)) return;
-  push(s, hash_of(s));
+  const uint64_t h = hash_of(s);
+  if (!contains(s, h)) push(s, h);
 }
 
 void StackSet::push(std::span<const uint32_t> s, uint64_t h) {

@@ -53,6 +53,7 @@ class StackSet {
 
  private:
   static uint64_t hash_of(std::span<const uint32_t> s);
+  bool contains(std::span<const uint32_t> s, uint64_t h) const;
   bool equal(size_t i, std::span<const uint32_t> s) const;
   void push(std::span<const uint32_t> s, uint64_t h);
   void index();  // (re)builds table_ for the current size

@@ -41,8 +41,7 @@ void DSparkDrafter::extend_context(std::span<const Context> rows, const Tensor& 
     const int64_t skip = r.n - r.keep;
     if (skip > 0) {  // rows no draft will read: the length moves past them
       const int64_t to = r.sequence->length() + skip;
-      for (size_t s = 0; s < r.sequence->num_layers(); ++s) r.sequence->layer(s).kv.skip_to(to);
-      r.sequence->set_length(to);
+      r.sequence->skip_to(to);
       counts_.skipped_context_rows += skip;
     }
     if (r.keep == 0) continue;

@@ -56,8 +56,7 @@ std::unique_ptr<ProposerState> DSparkProposer::load(StateReader& r) {
 std::unique_ptr<ProposerState> DSparkProposer::state_at(int64_t length) {
   auto s = std::make_unique<State>();
   s->rings = drafter_.new_sequence();
-  for (size_t l = 0; l < s->rings->num_layers(); ++l) s->rings->layer(l).kv.skip_to(length);
-  s->rings->set_length(length);
+  s->rings->skip_to(length);
   return s;
 }
 

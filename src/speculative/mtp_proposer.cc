@@ -53,8 +53,7 @@ std::unique_ptr<ProposerState> MtpProposer::fork(const ProposerState& from, int6
 
 std::unique_ptr<ProposerState> MtpProposer::state_at(int64_t length) {
   auto s = std::unique_ptr<State>(static_cast<State*>(new_state().release()));
-  for (size_t l = 0; l < s->cache->num_layers(); ++l) s->cache->layer(l).kv.skip_to(length);
-  s->cache->set_length(length);
+  s->cache->skip_to(length);
   s->streams.skip_to(length);
   s->streams_end = length;
   return s;
@@ -108,8 +107,7 @@ void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& st
       DSV4_CHECK(c.from <= int64_t(c.prompt.size()) - mtp_.window(), "mtp proposer: no features for positions [",
                  c.first, ", ", c.from, "), which the first draft's window reads");
       skipped_rows_ += c.from - s.cache->length();
-      for (size_t l = 0; l < s.cache->num_layers(); ++l) s.cache->layer(l).kv.skip_to(c.from);
-      s.cache->set_length(c.from);
+      s.cache->skip_to(c.from);
       s.streams.skip_to(c.from);
     }
     s.streams.ensure_rows(end);
@@ -157,8 +155,7 @@ void MtpProposer::accept(std::span<const Verified> verified, const Tensor& strea
     // sequence queue one a step): the cache moves past them.
     if (const int64_t oldest = s.streams_end - mtp_.window(); oldest > s.cache->length()) {
       skipped_rows_ += oldest - s.cache->length();
-      for (size_t l = 0; l < s.cache->num_layers(); ++l) s.cache->layer(l).kv.skip_to(oldest);
-      s.cache->set_length(oldest);
+      s.cache->skip_to(oldest);
     }
     s.streams.release_before(s.cache->length());
     s.first_draft_position = -1;
