@@ -42,7 +42,7 @@ struct ChatArgs {
   std::string model, system, prompt_file;
   bool thinking = false;
   bool quiet = false;        // --quiet: no progress lines
-  DraftLength draft;
+  DraftLength draft = kDefaultDraft;
   int64_t mtp_vocab = 0, max_new_tokens = 256, top_k = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   float temperature = 0.0f, top_p = 1.0f;

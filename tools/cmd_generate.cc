@@ -35,7 +35,7 @@ struct GenerateArgs {
   uint64_t seed = 0;
   bool json = false, ignore_eos = false, quiet = false;
   bool full_head = false;  // --full-head: no bounded greedy head
-  DraftLength draft;
+  DraftLength draft = kDefaultDraft;
   int64_t mtp_vocab = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;

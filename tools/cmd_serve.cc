@@ -30,7 +30,7 @@ struct ServeArgs {
   WeightPlacement weights = WeightPlacement::Auto;  // --weights
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, max_sequences = 8, max_waiting = 64;
-  DraftLength draft;
+  DraftLength draft = kDefaultDraft;
   int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;

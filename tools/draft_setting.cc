@@ -5,11 +5,9 @@
 namespace dsv4::cli {
 
 void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help) {
-  // (Plain by default until auto's cost model wins where drafting pays: it learns the MTP's draft
-  // cost from probes that also compute the rows queued during plain streaks; docs/performance.md.)
   cmd->add_option_function<std::string>(
          "--draft", [&draft](const std::string& text) { draft = parse_draft_length(text); }, help)
-      ->default_str("0");
+      ->default_str(draft_length_name(kDefaultDraft));
 }
 
 DraftLength effective_draft(const Engine& engine, const DraftLength& requested, const std::string& command) {

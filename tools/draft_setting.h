@@ -10,8 +10,8 @@
 
 namespace dsv4::cli {
 
-// --draft K|auto (default 0, plain decoding): K drafts per step, or auto (each step verifies what
-// the verify scheduler expects to pay).
+// --draft K|auto (default auto: each step verifies what the verify scheduler expects to pay): or K
+// drafts per step (0: plain decoding).
 void add_draft_option(CLI::App* cmd, DraftLength& draft, const std::string& help);
 
 // `requested` resolved against the checkpoint's drafter (auto: its maximum; a fixed K beyond it

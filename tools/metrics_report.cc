@@ -21,7 +21,8 @@ void add_metrics(nlohmann::json& j, const DecodeMetrics& m, const DraftLength& d
                 {"partial", m.partial_steps},
                 {"rejected", m.rejected_steps},
                 {"without_drafts", m.sequence_steps - verified}};
-  if (!scheduler) return;
+  j["drafters_started_late"] = m.late_drafters;
+  if (!scheduler || !draft.automatic) return;
   nlohmann::json pass = nlohmann::json::object(), drafting = nlohmann::json::object();
   for (auto [rows, s] : scheduler->pass_cost().points()) pass[std::to_string(rows)] = s * 1e3;
   for (auto [n, s] : scheduler->draft_cost().points()) drafting[std::to_string(n)] = s * 1e3;
@@ -29,6 +30,8 @@ void add_metrics(nlohmann::json& j, const DecodeMetrics& m, const DraftLength& d
   j["verify_scheduler"] = {{"pass_ms_by_rows", pass},
                            {"draft_ms_by_sequences", drafting},
                            {"planned_plain_steps", scheduler->plain_steps()},
+                           // one draft where only the optimistic end of the acceptance measured pays
+                           {"uncertain_steps", scheduler->uncertain_steps()},
                            // Why: what the cost model expected of the lengths it chose, beside what came.
                            {"expected_accepted_per_drafting_step", e.steps ? e.accepted / double(e.steps) : 0.0},
                            {"measured_accepted_per_drafting_step", verified ? double(m.accepted) / double(verified) : 0.0},

@@ -142,6 +142,7 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   std::vector<int64_t>& every_row = identity_rows_;
   for (int64_t i = int64_t(every_row.size()); i < n; ++i) every_row.push_back(i);
   const int64_t k = int64_t(kept.size());
+  last_block_rows_ += k;
   std::vector<Tensor> tapped;  // the mean streams of each tapped block, for the kept rows
   for (size_t t = 0; t < taps_.size(); ++t) tapped.push_back(p.alloc({k, D}));
   const Workspace::Mark layers_begin = workspace_.mark();

@@ -85,6 +85,8 @@ class Transformer {
   void set_taps(std::vector<int64_t> layers);
   const std::vector<int64_t>& taps() const { return taps_; }
   const ArgmaxHeadCounts& argmax_head_counts() const { return argmax_counts_; }
+  // Rows the last block has computed in full (their streams or logits read), over every pass.
+  int64_t last_block_rows() const { return last_block_rows_; }
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -113,6 +115,7 @@ class Transformer {
   int64_t argmax_max_candidates_ = 4096;
   ArgmaxHeadScratch argmax_scratch_;
   ArgmaxHeadCounts argmax_counts_;
+  int64_t last_block_rows_ = 0;
 };
 
 }  // namespace dsv4

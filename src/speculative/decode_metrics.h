@@ -13,6 +13,7 @@ struct DecodeMetrics {
   int64_t generated_tokens = 0;            // all emitted tokens
   int64_t decode_tokens = 0;               // emitted by the decode loop (not the prefill's first token)
   int64_t passes = 0;                      // target forward passes after the prefill
+  int64_t late_drafters = 0;               // auto sequences whose drafter started at the prompt's end
   int64_t sequence_steps = 0;              // (sequence, verification step) pairs
   int64_t drafted = 0, accepted = 0;
   std::vector<int64_t> drafted_at;         // [j]: drafts verified at draft position j+1
@@ -61,6 +62,7 @@ struct DecodeMetrics {
     generated_tokens += m.generated_tokens;
     decode_tokens += m.decode_tokens;
     passes += m.passes;
+    late_drafters += m.late_drafters;
     sequence_steps += m.sequence_steps;
     drafted += m.drafted;
     accepted += m.accepted;

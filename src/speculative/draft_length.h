@@ -18,6 +18,10 @@ struct DraftLength {
 DraftLength parse_draft_length(const std::string& text, const std::string& what = "--draft");
 std::string draft_length_name(const DraftLength& d);  // "auto" or the number
 
+// What commands and the server run with unless told otherwise: auto (plain decoding where the
+// checkpoint has no drafter, or where drafting does not pay).
+inline constexpr DraftLength kDefaultDraft{0, true};
+
 // The most drafts `auto` verifies with a drafter that sets no maximum itself (the MTP's chain).
 constexpr int kAutoMaxChainDrafts = 4;
 

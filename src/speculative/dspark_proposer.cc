@@ -64,6 +64,8 @@ int64_t DSparkProposer::prompt_features_from(int64_t prompt_length) const {
   return std::max<int64_t>(0, prompt_length - drafter_.window());
 }
 
+int64_t DSparkProposer::window() const { return drafter_.window(); }
+
 void DSparkProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) {
   const int64_t W = drafter_.window();
   std::vector<DSparkDrafter::Context> rows;

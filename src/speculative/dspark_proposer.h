@@ -27,6 +27,7 @@ class DSparkProposer final : public DraftProposer {
   int max_drafts() const override { return int(drafter_.block_size()); }
   Cost draft_cost() const override { return Cost::Once; }
   int64_t prompt_features_from(int64_t prompt_length) const override;
+  int64_t window() const override;
   std::unique_ptr<ProposerState> state_at(int64_t length) override;
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& taps) override;
   void propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;

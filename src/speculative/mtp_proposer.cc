@@ -88,6 +88,8 @@ int64_t MtpProposer::prompt_features_from(int64_t prompt_length) const {
   return whole_prompts_ ? 0 : std::max<int64_t>(0, prompt_length - mtp_.window());
 }
 
+int64_t MtpProposer::window() const { return mtp_.window(); }
+
 void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) {
   const size_t rows_in_pass = size_t(streams.numel() / width_);
   std::vector<RowTable*> tables(rows_in_pass, nullptr);

@@ -106,6 +106,11 @@ class DraftProposer {
   // block computes no features for the rows before it (they only extend its caches). A drafter
   // whose layers attend to a window reads the last window of a prompt: P − W.
   virtual int64_t prompt_features_from(int64_t prompt_length) const { return 0; }
+  // The rows before its position a draft reads (W for a drafter whose layers attend to a window;
+  // 0: every row). A state started at position p (state_at) drafts exactly from position p + W on:
+  // the decoder may start an auto sequence's drafter at its prompt's last row and draft once the
+  // plain steps have given it a whole window, rather than compute the prompt's last window.
+  virtual int64_t window() const { return 0; }
   // Fills the states over prompt chunks, in order per sequence; `streams` are the pass's
   // features (features()).
   virtual void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) = 0;

@@ -5,37 +5,20 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "speculative/decoder_sequence.h"
 #include "speculative/rejection_sampling.h"
 
 namespace dsv4 {
 
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
-
-struct SpeculativeDecoder::Sequence {
-  SequenceId id = 0;
-  size_t mask_sequence = 0;          // what the mask is told
-  GenerateOptions options;
-  std::vector<int32_t> prompt;       // until the prefill
-  int64_t prefilled = 0;             // prompt tokens the target has processed
-  std::unique_ptr<SequenceCache> cache;
-  std::unique_ptr<ProposerState> draft_state;
-  int64_t reused = 0;                // prompt tokens taken from another sequence's state
-  std::vector<int32_t> context;      // prompt + emitted tokens (the last one not yet processed by the target)
-  std::mt19937_64 rng;
-  SequenceOutput out;
-  AcceptanceHistory acceptance;      // by draft position (the auto scheduler's)
-  bool drafted_last_step = false;    // (a draft after plain steps also catches up on their rows)
-  bool done = false;
-
-  int32_t last() const { return context.back(); }
-};
-
 SpeculativeDecoder::SpeculativeDecoder(Transformer& target, DraftProposer* proposer)
-    : target_(target), proposer_(proposer) {}
+    : target_(target), proposer_(proposer) {
+  // The scheduler measures every pass from the start (plain traffic too), so that an auto
+  // sequence arriving later finds the costs known.
+  if (proposer_)
+    scheduler_ = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{
+        proposer_->max_drafts() > 0 ? proposer_->max_drafts() : int(target_.options().max_rollback - 1),
+        proposer_->draft_cost()});
+}
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
 
@@ -112,10 +95,14 @@ SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prom
   const SequenceId id = add(std::move(prompt), o);
   Sequence& s = get(id);
   if (cut == 0 || s.done || cut < from.cache->min_truncate_length()) return id;
+  // (Decided now, not at its first step: a drafter that starts late needs no rows before the cut.)
+  s.late_drafter = starts_drafter_late(s, unfinished());
+  s.late_decided = true;
   std::unique_ptr<ProposerState> draft;
   if (wants_draft_state(o)) {
     if (from.draft) draft = proposer_->fork(*from.draft, cut);
-    if (!draft) {
+    if (draft) s.late_drafter = false;  // the window before the cut comes with the fork
+    if (!draft && !s.late_drafter) {
       // The source's drafter rows before the cut are gone (a long prompt computes only its last
       // window's): a new drafter state starts where the rest of this prompt gives it the window
       // its first draft reads — at the cut, or before it when the rest is shorter than that.
@@ -123,7 +110,7 @@ SpeculativeDecoder::SequenceId SpeculativeDecoder::add(std::vector<int32_t> prom
       if (at <= 0 || at < from.cache->min_truncate_length() || !(draft = proposer_->state_at(at))) return id;
       cut = at;
     }
-    if (o.reusable) proposer_->keep_all_rows(*draft);
+    if (o.reusable && draft) proposer_->keep_all_rows(*draft);
   }
   s.cache = from.cache->fork(cut);
   if (o.reusable) s.cache->keep_all_rows();
@@ -352,74 +339,6 @@ void SpeculativeDecoder::record_logprobs(Sequence& s, const float* rows, size_t 
   }
 }
 
-// Drafts for the running sequences: at most what can still be emitted after the target's
-// own token, and what fits in the context; with draft_auto, as many as the scheduler finds worth
-// verifying (it plans before drafting and trims the drafts by their survival after).
-void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<Draft>& drafts) {
-  const int64_t max_positions = target_.config().max_position_embeddings;
-  std::vector<int> count(running.size(), 0);
-  std::vector<size_t> automatic;
-  for (size_t r = 0; r < running.size(); ++r) {
-    Sequence& s = *running[r];
-    const GenerateOptions& o = s.options;
-    const int64_t remaining = o.max_new_tokens - int64_t(s.out.tokens.size());
-    const int64_t room = max_positions - s.cache->length() - 1;
-    count[r] = s.draft_state ? int(std::max<int64_t>(0, std::min<int64_t>({o.draft_tokens, remaining - 1, room}))) : 0;
-    if (o.draft_auto && count[r] > 0) automatic.push_back(r);
-  }
-  std::vector<const AcceptanceHistory*> histories;
-  if (!automatic.empty()) {
-    if (!scheduler_)
-      scheduler_ = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{
-          proposer_->max_drafts() > 0 ? proposer_->max_drafts() : int(target_.options().max_rollback - 1),
-          proposer_->draft_cost()});
-    std::vector<int> limits;
-    for (size_t r : automatic) {
-      histories.push_back(&running[r]->acceptance);
-      limits.push_back(count[r]);
-    }
-    const std::vector<int> planned = scheduler_->plan(histories, limits);
-    for (size_t j = 0; j < automatic.size(); ++j) count[automatic[j]] = planned[j];
-  }
-  std::vector<DraftRequest> requests;
-  std::vector<size_t> index;
-  drafts.assign(running.size(), Draft{});
-  int depth = 0;
-  for (size_t r = 0; r < running.size(); ++r) {
-    if (count[r] <= 0) continue;
-    Sequence& s = *running[r];
-    const GenerateOptions& o = s.options;
-    requests.push_back({s.draft_state.get(), s.cache->length() - 1, count[r], s.context, &o.sampling, o.mask,
-                        s.mask_sequence, &s.rng, o.record_steps});
-    index.push_back(r);
-    depth = std::max(depth, count[r]);
-  }
-  // A proposer that keeps its own cache from the target's rows (the MTP) computes the rows of the
-  // plain steps since it last drafted (an auto sequence's first draft: its prompt's last window)
-  // in its next draft's pass: that time is the plain steps' share, not a draft's, and charged to
-  // drafting it made a probe or the calibration look dear enough that drafting never resumed.
-  // Drafts are timed only where every sequence drafted in its previous step too (until then a
-  // draft counts as free, so the next step drafts and is timed).
-  bool steady = true;
-  for (size_t r = 0; r < running.size(); ++r) {
-    if (count[r] > 0 && !running[r]->drafted_last_step) steady = false;
-    running[r]->drafted_last_step = count[r] > 0;
-  }
-  if (requests.empty()) return;
-  std::vector<Draft> got;
-  const auto t0 = std::chrono::steady_clock::now();
-  proposer_->propose(requests, got);
-  const int64_t drafting = int64_t(requests.size());
-  if (scheduler_ && steady)
-    scheduler_->record_draft(drafting, depth, seconds_since(t0));
-  for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
-  if (automatic.empty()) return;
-  std::vector<const Draft*> made;
-  for (size_t r : automatic) made.push_back(&drafts[r]);
-  const std::vector<int> verify = scheduler_->select(histories, made);
-  for (size_t j = 0; j < automatic.size(); ++j) drafts[automatic[j]].truncate(size_t(verify[j]));
-}
-
 // Verifies a sequence's drafts against its rows of the pass and rolls the target back to the
 // accepted length; returns the accepted count and sets the token that follows them.
 int SpeculativeDecoder::judge(Sequence& s, const Draft& d, size_t request, int32_t& next) {
@@ -470,6 +389,10 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   std::vector<Transformer::Request> requests;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // [first, first + n) of each fresh prompt
   for (Sequence* s : fresh) {
+    if (!s->late_decided) {  // where its drafter starts, knowing the batch it joins
+      s->late_drafter = starts_drafter_late(*s, int64_t(fresh.size() + running.size()));
+      s->late_decided = true;
+    }
     if (!s->cache) {
       s->cache = target_.new_sequence();
       if (s->options.reusable) s->cache->keep_all_rows();
@@ -477,8 +400,11 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
     const int64_t P = int64_t(s->prompt.size()), n = std::min(prefill_chunk_, P - s->prefilled);
     chunks.emplace_back(s->prefilled, n);
     const bool last = s->prefilled + n == P;
-    // The proposer reads the features of the prompt's last rows only (a window-only drafter).
-    const int64_t skip = drafts_from(*s) ? std::clamp(proposer_->prompt_features_from(P) - s->prefilled, int64_t(0), n) : 0;
+    // The proposer reads the features of the prompt's last rows only (a window-only drafter); a
+    // late-started one only its last row's (the logits row's: free).
+    const int64_t skip = !drafts_from(*s)   ? 0
+                         : s->late_drafter ? n - (last ? 1 : 0)
+                                           : std::clamp(proposer_->prompt_features_from(P) - s->prefilled, int64_t(0), n);
     requests.push_back({s->cache.get(), std::span<const int32_t>(s->prompt).subspan(size_t(s->prefilled), size_t(n)),
                         false, /*no_logits=*/!last, /*prompt=*/true, /*streams=*/drafts_from(*s),
                         /*argmax_only=*/argmax_only(*s), /*streams_from=*/skip});
@@ -500,10 +426,12 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   }
   const auto pass_start = std::chrono::steady_clock::now();
   target_.forward(requests, out_);
-  if (scheduler_ && fresh.empty()) {  // (a pass with prompt rows says nothing of verification's cost)
+  if (scheduler_ && !running.empty()) scheduler_->record_batch(int64_t(running.size()));
+  if (scheduler_ && (fresh.empty() || running.empty())) {  // (a mixed pass says nothing of either's cost)
     int64_t rows = 0;
     for (const auto& r : requests) rows += int64_t(r.tokens.size());
-    scheduler_->record_pass(rows, seconds_since(pass_start));
+    if (fresh.empty()) scheduler_->record_pass(rows, seconds_since(pass_start));
+    else scheduler_->record_prompt_pass(rows, seconds_since(pass_start));
   }
   const auto pass_end = std::chrono::steady_clock::now();
   if (!running.empty()) ++metrics_.passes;
@@ -514,14 +442,26 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
   std::vector<Verified> verified;
   for (size_t i = 0; i < fresh.size(); ++i) {
     Sequence& s = *fresh[i];
-    if (wants_draft_state(s.options) && !s.draft_state) {
-      s.draft_state = proposer_->new_state();
-      if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
-    }
-    if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
-                                            out_.rows_begin[i], chunks[i].first + requests[i].streams_from,
-                                            /*defer=*/s.options.draft_auto});
+    const int64_t P = int64_t(s.prompt.size());
     metrics_.prefill_rows += chunks[i].second;
+    if (s.late_drafter) {  // the drafter starts at the prompt's last row, told of that row alone
+      if (chunks[i].first + chunks[i].second < P) continue;
+      s.draft_state = proposer_->state_at(P - 1);
+      DSV4_CHECK(s.draft_state, "decoder: the proposer cannot start a drafter at position ", P - 1);
+      if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
+      s.late_drafter = false;
+      s.draft_from = P - 1 + proposer_->window();
+      ++metrics_.late_drafters;
+      prefilled.push_back({s.draft_state.get(), s.prompt, P - 1, 1, out_.rows_begin[i], P - 1, /*defer=*/true});
+    } else {
+      if (wants_draft_state(s.options) && !s.draft_state) {
+        s.draft_state = proposer_->new_state();
+        if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
+      }
+      if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
+                                              out_.rows_begin[i], chunks[i].first + requests[i].streams_from,
+                                              /*defer=*/s.options.draft_auto});
+    }
   }
   std::vector<int> accepted(running.size());
   std::vector<int32_t> next(running.size());

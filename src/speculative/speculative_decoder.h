@@ -200,6 +200,8 @@ class SpeculativeDecoder {
   void record_logprobs(Sequence& s, const float* rows, size_t first);
   void finish(Sequence& s, FinishReason why);
   void draft(std::span<Sequence* const> running, std::vector<Draft>& drafts);
+  bool starts_drafter_late(const Sequence& s, int64_t batch) const;
+  int64_t unfinished() const;  // sequences not finished
   int judge(Sequence& s, const Draft& d, size_t request, int32_t& next);
 
   Transformer& target_;

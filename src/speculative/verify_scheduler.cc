@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
@@ -44,6 +45,12 @@ double AcceptanceHistory::survival(size_t j, const AcceptanceHistory* prior) con
   constexpr double kWeight = 2.0;
   if (j >= trials.size()) return p0;
   return (double(hits[j]) + kWeight * p0) / (double(trials[j]) + kWeight);
+}
+
+double AcceptanceHistory::optimistic_survival(size_t j, const AcceptanceHistory* prior) const {
+  constexpr double kWeight = 2.0;  // (survival()'s: the prior counts as that many trials)
+  const double s = survival(j, prior), n = (j < trials.size() ? double(trials[j]) : 0.0) + kWeight;
+  return std::min(1.0, s + std::sqrt(s * (1.0 - s) / n));
 }
 
 // ---- costs
@@ -119,6 +126,38 @@ void VerifyScheduler::record_pass(int64_t rows, double seconds) {
 void VerifyScheduler::record_draft(int64_t sequences, int depth, double seconds) {
   if (frozen_ || depth <= 0 || sequences <= 0) return;
   draft_.record(sequences, options_.cost == DraftProposer::Cost::Once ? seconds : seconds / depth);
+}
+
+void VerifyScheduler::record_prompt_pass(int64_t rows, double seconds) {
+  if (!frozen_ && rows > 0) prompt_row_.record(1, seconds / double(rows));
+}
+
+void VerifyScheduler::record_batch(int64_t sequences) {
+  constexpr double kAlpha = 0.02;  // a memory of ~50 steps: a few requests' worth
+  typical_batch_ = typical_batch_ > 0 ? (1 - kAlpha) * typical_batch_ + kAlpha * double(sequences) : double(sequences);
+}
+
+double VerifyScheduler::seconds_saved_per_token(int64_t batch) const {
+  if (batch <= 0) return 0.0;
+  const AcceptanceHistory fresh;  // a sequence without history: the process's rates
+  std::vector<double> chance;
+  double c = 1.0;
+  for (int j = 0; j < options_.max_drafts; ++j) {
+    c *= fresh.survival(size_t(j), &history_);
+    chance.push_back(c);
+  }
+  const std::vector<std::vector<double>> cumulative(size_t(batch), chance);
+  const std::vector<std::vector<double>> none(static_cast<size_t>(batch));
+  const std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  int64_t drafting = 0;
+  int deepest = 0;
+  for (int k : n) {
+    drafting += k > 0;
+    deepest = std::max(deepest, k);
+  }
+  const double spec = expected_rate(cumulative, n, drafting, deepest);
+  const double plain = expected_rate(none, std::vector<int>(size_t(batch), 0), 0, 0);
+  return spec > 0 && plain > 0 ? std::max(0.0, 1.0 / plain - 1.0 / spec) : 0.0;
 }
 
 void VerifyScheduler::record_overhead(double seconds) {
@@ -244,6 +283,27 @@ std::vector<int> VerifyScheduler::one_of(std::vector<int> ask) {
   return ask;
 }
 
+// Would drafting pay at the optimistic end of each sequence's acceptance (optimistic_survival)?
+// Sets n to one draft for each sequence that would then draft.
+bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
+                                std::vector<int>& n) const {
+  std::vector<std::vector<double>> cumulative(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    double c = 1.0;
+    for (int j = 0; j < ask[i]; ++j) {
+      c *= sequences[i]->optimistic_survival(size_t(j), &history_);
+      cumulative[i].push_back(c);
+    }
+  }
+  const std::vector<int> m = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  bool any = false;
+  for (size_t i = 0; i < m.size(); ++i) {
+    n[i] = m[i] > 0 ? 1 : 0;
+    any = any || m[i] > 0;
+  }
+  return any;
+}
+
 // Would drafting pay if every draft were accepted? Where it would not (a batch whose verification
 // rows cost about a token's time each, a drafter as dear as a pass), measuring acceptance cannot
 // change the decision, and a probe is pure cost: its first draft also computes the drafter's rows
@@ -279,8 +339,17 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
       cumulative[i].push_back(c);
     }
   }
-  const std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
-  const bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
+  std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
+  if (!drafts && uncertain(sequences, ask, n)) {
+    // Plain by the mean, drafting by what the sequence's few trials still allow: one draft is
+    // verified (for a block drafter, those its survivals keep), a measurement while the evidence is
+    // thin (a few early rejections of a drafter whose acceptance is above break-even decoded
+    // plainly for dozens of steps on the 8-layer mirror). As trials accumulate the bound closes in
+    // on the mean and the step is plain.
+    probing_ = drafts = true;
+    ++uncertain_steps_;
+  }
   if (!drafts && !could_pay(ask)) {  // nothing a probe could find would change the decision
     ++plain_steps_;
     return n;

@@ -13,7 +13,10 @@
 // earns at the long-run rate (the better of that best rate and plain decoding's), which is the
 // same prefix where drafting pays and a shorter one where it does not. Before drafting the rate,
 // with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
-// cost grows per draft, how deep to draft); where it does not but would if every draft were
+// cost grows per draft, how deep to draft). Where it does not by the mean acceptance but does by
+// its optimistic end (one standard error above, from the sequence's trials: optimistic_survival),
+// one draft is verified — a measurement while the evidence is thin, which stops as it accumulates.
+// Where it does not but would if every draft were
 // accepted, a probe step still drafts after
 // `probe_every` plain steps, then after twice as many (up to 8x) while drafting keeps not paying,
 // so acceptance keeps being measured at a cost that shrinks; a probe's first draft is verified
@@ -53,6 +56,9 @@ struct AcceptanceHistory {
   // The chance draft j+1 survives, given the earlier ones did: this history's rate, shrunk toward
   // `prior` (its rate with one accepted pseudo-trial: 1 where unknown) with the weight of a few trials.
   double survival(size_t j, const AcceptanceHistory* prior) const;
+  // survival() plus one standard error of a rate measured on this history's trials at j: the most
+  // the evidence so far makes likely (it closes in on survival() as trials accumulate).
+  double optimistic_survival(size_t j, const AcceptanceHistory* prior) const;
 };
 
 // Time as a function of a count (pass rows, drafted sequences): the median of its last 15
@@ -106,6 +112,17 @@ class VerifyScheduler {
   // A sequence's verification: into its history and the process's; `survival`, the proposer's
   // predictions for the verified drafts (may be empty), into the calibration.
   void record_step(AcceptanceHistory& sequence, int drafted, int accepted, std::span<const float> survival = {});
+  // A pass of prompt rows alone (a prefill step): the seconds of one prompt row through the target.
+  void record_prompt_pass(int64_t rows, double seconds);
+  double prompt_row_seconds() const { return prompt_row_.at(1); }  // 0 until measured
+  // The sequences of a decode pass: their recent mean is the batch a new sequence will likely share
+  // (one that arrives first and alone is usually joined by others).
+  void record_batch(int64_t sequences);
+  double typical_batch() const { return typical_batch_; }  // 0 until a decode pass
+  // The seconds drafting is expected to save a batch of `batch` sequences per token it decodes,
+  // each sequence drafting with the process's acceptance so far at the best verify lengths: the
+  // batch's seconds per token plain, less drafting's (0 where drafting does not pay).
+  double seconds_saved_per_token(int64_t batch) const;
   // The factor the proposer's survival at draft position j + 1 is scaled by (1 without evidence).
   double calibration(size_t j) const;
   void freeze_costs() { frozen_ = true; }
@@ -124,6 +141,7 @@ class VerifyScheduler {
   };
   const Expectation& expectation() const { return expected_; }
   int64_t plain_steps() const { return plain_steps_; }  // steps planned without drafts
+  int64_t uncertain_steps() const { return uncertain_steps_; }  // one draft where only the bound pays
 
   // The expected rate (tokens/s) of verifying, per sequence, the prefix counts `n` of cumulative
   // survivals `cumulative` (exposed for tests).
@@ -136,16 +154,18 @@ class VerifyScheduler {
                         int depth) const;
   double draft_seconds(int64_t sequences, int depth) const;
   bool could_pay(std::span<const int> ask) const;
+  bool uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
+                 std::vector<int>& n) const;
   std::vector<int> one_of(std::vector<int> ask);
   double step_seconds(int64_t rows, double draft) const { return draft + pass_.hopeful(rows) + overhead_; }
 
   Options options_;
-  CostCurve pass_, draft_;
+  CostCurve pass_, draft_, prompt_row_;  // (prompt_row_: per row, at count 1)
   AcceptanceHistory history_;
   std::vector<double> predicted_, observed_;  // per draft position: Σ survival predicted, drafts accepted
-  double overhead_ = 0;
+  double overhead_ = 0, typical_batch_ = 0;
   Expectation expected_;
-  int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, probe_interval_ = 0;
+  int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, uncertain_steps_ = 0, probe_interval_ = 0;
   size_t measured_turn_ = 0;  // the sequence (index in the batch) the next measuring step drafts for
   bool calibrated_full_ = false, frozen_ = false, probing_ = false;
 };

@@ -60,18 +60,20 @@ TEST(DSparkCommands, GenerateDraftsFixedAndAutoEqualToPlain) {
   const std::string model = test::mirror_dspark_checkpoint().string();
   auto run = [&](const std::string& draft) {
     const auto r = test::run_cli("generate --model " + model + " --prompt-tokens 0,17,300,5,9 --max-new-tokens 80 "
-                                 "--ignore-eos --json --draft " + draft);
+                                 "--ignore-eos --json" + (draft.empty() ? "" : " --draft " + draft));
     EXPECT_EQ(r.exit_code, 0) << r.out;
     return nlohmann::json::parse(r.out.substr(r.out.find('{')));
   };
   const auto plain = run("0");
-  for (const std::string draft : {"1", "3", "5", "auto"}) {
+  EXPECT_EQ(plain["draft_auto"], false);
+  for (const std::string draft : {"1", "3", "5", "auto", ""}) {  // (none: the default, auto)
     const auto j = run(draft);
+    const bool automatic = draft == "auto" || draft.empty();
     EXPECT_EQ(j["tokens"], plain["tokens"]) << "--draft " << draft;
     EXPECT_EQ(j["drafter"], "DSpark");
-    EXPECT_EQ(j["draft_auto"], draft == "auto");
-    EXPECT_EQ(j["draft"], draft == "auto" ? 5 : std::stoi(draft));
-    if (draft != "auto") {
+    EXPECT_EQ(j["draft_auto"], automatic) << "--draft '" << draft << "'";
+    EXPECT_EQ(j["draft"], automatic ? 5 : std::stoi(draft));
+    if (!automatic) {
       EXPECT_GT(j["accepted"].get<int64_t>(), 0) << "--draft " << draft;
     } else {
       EXPECT_TRUE(j.contains("verify_scheduler")) << j.dump();

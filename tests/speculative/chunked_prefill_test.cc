@@ -151,18 +151,7 @@ TEST(ChunkedPrefill, AnAutoSequencesDrafterRowsWaitForItsFirstDraft) {
   const SequenceOutput drafting = run(0.010, 0.0002, 0.0005, rows, skipped, drafted);
   EXPECT_EQ(drafting.tokens, fixed.tokens);
   EXPECT_GT(drafted, 0);
-  int compared = 0;
-  for (const StepRecord& a : drafting.steps) {
-    if (a.drafts.empty()) continue;
-    for (const StepRecord& b : fixed.steps)
-      if (b.position == a.position && !b.drafts.empty()) {
-        ASSERT_EQ(a.drafts[0], b.drafts[0]) << "position " << a.position;
-        const size_t dv = a.draft_logits.size() / a.drafts.size();  // (the draft head's rows)
-        ASSERT_TRUE(std::equal(a.draft_logits.begin(), a.draft_logits.begin() + long(dv), b.draft_logits.begin()))
-            << "position " << a.position << ": first draft's logits";
-        ++compared;
-      }
-  }
+  const int compared = test::compare_first_drafts(drafting, fixed);
   EXPECT_GT(compared, 10) << "too few positions both runs drafted at";
 }
 

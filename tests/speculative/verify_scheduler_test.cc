@@ -346,6 +346,56 @@ TEST(VerifyScheduler, TheLargestKWhenAcceptanceIsOneAndVerificationFreeNoneWhenN
   EXPECT_EQ(drafted, 0);
 }
 
+// Plain by the mean acceptance, drafting by its optimistic bound (one standard error above): a
+// sequence with few trials drafts one, to measure; the same rate over many trials decodes plainly.
+// Break-even here is 0.6 (one draft: 1 + s tokens for 15 + 1 ms against one per 10 ms).
+TEST(VerifyScheduler, DraftsOneWhereOnlyTheOptimisticBoundPays) {
+  auto scheduler = [] {
+    return measured(Cost::PerDraft, 1, [](int64_t r) { return 0.010 + 0.005 * double(r - 1); },
+                    [](int64_t) { return 0.001; });
+  };
+  const int limit[] = {1};
+  VerifyScheduler s = scheduler();
+  AcceptanceHistory few;
+  for (int i = 0; i < 6; ++i) s.record_step(few, 1, i % 2);  // 3 of 6
+  EXPECT_LT(few.survival(0, &s.history()), 0.6);
+  EXPECT_GT(few.optimistic_survival(0, &s.history()), 0.6);
+  const AcceptanceHistory* f[] = {&few};
+  EXPECT_EQ(s.plan(f, limit), std::vector<int>{1});
+  EXPECT_EQ(s.uncertain_steps(), 1);
+  Draft d;
+  d.tokens = {7};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(f, ds), std::vector<int>{1}) << "its draft is verified: it is there to measure";
+  VerifyScheduler t = scheduler();
+  AcceptanceHistory many;
+  for (int i = 0; i < 600; ++i) t.record_step(many, 1, i % 2);  // 300 of 600
+  EXPECT_LT(many.optimistic_survival(0, &t.history()), 0.6);
+  const AcceptanceHistory* m[] = {&many};
+  EXPECT_EQ(t.plan(m, limit), std::vector<int>{0});
+  EXPECT_EQ(t.uncertain_steps(), 0);
+}
+
+// What drafting saves a batch per token, in closed form: acceptance 1, a pass of 10 ms whatever
+// its rows, a draft depth of 1 ms; every cost measured once, so taken 5% cheaper (CostCurve::hopeful).
+TEST(VerifyScheduler, SecondsSavedPerTokenInClosedForm) {
+  VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t) { return 0.010; }, [](int64_t) { return 0.001; });
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(), 0.0);
+  s.record_prompt_pass(4, 0.2);
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(), 0.05);
+  AcceptanceHistory sure;
+  for (int i = 0; i < 300; ++i) s.record_step(sure, 4, 4);
+  const double h = 0.95;
+  // One sequence: 5 tokens for 10 + 4 ms against one per 10 ms.
+  EXPECT_NEAR(s.seconds_saved_per_token(1), h * 0.010 - h * 0.014 / 5, 1e-12);
+  // Two: 10 tokens for 10 + 4 ms (both drafting to depth 4 in one call) against two per 10 ms.
+  EXPECT_NEAR(s.seconds_saved_per_token(2), h * 0.010 / 2 - h * 0.014 / 10, 1e-12);
+  VerifyScheduler never = measured(Cost::PerDraft, 4, [](int64_t) { return 0.010; }, [](int64_t) { return 0.001; });
+  AcceptanceHistory none;
+  for (int i = 0; i < 300; ++i) never.record_step(none, 4, 0);
+  EXPECT_EQ(never.seconds_saved_per_token(1), 0.0);
+}
+
 // A confidence head that says 0.5 for drafts that are always accepted (one trained on other text,
 // or one carrying no information): its survivals are scaled by what verification finds, and the
 // verify length follows the evidence.

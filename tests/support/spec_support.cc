@@ -5,6 +5,8 @@
 #include <random>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include "checkpoint/make_checkpoint.h"
 #include "support/test_support.h"
 
@@ -123,6 +125,22 @@ std::vector<std::vector<float>> mtp_chain(Engine& engine, const std::vector<floa
 }
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+int compare_first_drafts(const SequenceOutput& run, const SequenceOutput& reference) {
+  int compared = 0;
+  for (const StepRecord& a : run.steps) {
+    if (a.drafts.empty()) continue;
+    for (const StepRecord& b : reference.steps)
+      if (b.position == a.position && !b.drafts.empty()) {
+        EXPECT_EQ(a.drafts[0], b.drafts[0]) << "position " << a.position;
+        const size_t dv = a.draft_logits.size() / a.drafts.size();  // (the draft head's rows)
+        EXPECT_TRUE(b.draft_logits.size() >= dv && same_bits(a.draft_logits.data(), b.draft_logits.data(), dv))
+            << "position " << a.position << ": first draft's logits";
+        ++compared;
+      }
+  }
+  return compared;
+}
 
 std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);

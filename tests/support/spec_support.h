@@ -62,4 +62,8 @@ std::vector<std::vector<float>> dspark_fresh_draft(Engine& engine, const std::ve
 // Bitwise equality of float rows.
 bool same_bits(const float* a, const float* b, size_t n);
 
+// Positions where both runs drafted: the first draft and its logits must be the same bits (gtest
+// failures name the position); returns how many positions were compared.
+int compare_first_drafts(const SequenceOutput& run, const SequenceOutput& reference);
+
 }  // namespace dsv4::test
