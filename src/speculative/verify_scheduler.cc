@@ -362,9 +362,12 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   if (!drafts) {
     probing_ = true;
     // A probe: acceptance is measured only where drafts are verified. While drafting keeps not
-    // paying, probes come at doubling intervals (up to 8x probe_every: a probe costs a draft);
-    // a chain drafter probes with one draft (select() trims a block drafter's by its survivals).
-    probe_interval_ = std::min(probe_interval_ * 2, int64_t(options_.probe_every) * 8);
+    // paying, probes come at doubling intervals, up to 64x probe_every: a probe also computes the
+    // drafter's rows queued since its last draft (up to a window), so probes a window apart or
+    // less cost the drafter a row per step (an MTP row is several percent of a decode step on
+    // V4-Flash dimensions), and 512 steps apart a window per 512 steps. A chain drafter probes
+    // with one draft (select() trims a block drafter's by its survivals).
+    probe_interval_ = std::min(probe_interval_ * 2, int64_t(options_.probe_every) * kMaxProbeFactor);
     if (options_.cost == DraftProposer::Cost::PerDraft)
       for (int& k : ask) k = std::min(k, 1);
     return one_of(ask);

@@ -18,7 +18,7 @@
 // one draft is verified — a measurement while the evidence is thin, which stops as it accumulates.
 // Where it does not but would if every draft were
 // accepted, a probe step still drafts after
-// `probe_every` plain steps, then after twice as many (up to 8x) while drafting keeps not paying,
+// `probe_every` plain steps, then after twice as many (up to 64x) while drafting keeps not paying,
 // so acceptance keeps being measured at a cost that shrinks; a probe's first draft is verified
 // whatever the model expects of it. Once a probe's outcome makes drafting pay, the plan drafts
 // again and the interval starts over.
@@ -157,6 +157,7 @@ class VerifyScheduler {
   bool uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                  std::vector<int>& n) const;
   std::vector<int> one_of(std::vector<int> ask);
+  static constexpr int64_t kMaxProbeFactor = 64;  // the longest probe interval, in probe_every
   double step_seconds(int64_t rows, double draft) const { return draft + pass_.hopeful(rows) + overhead_; }
 
   Options options_;

@@ -197,23 +197,28 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
   s.record_pass(1, 0.010);
   EXPECT_FALSE(s.calibrating());
   // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins; probes draft
-  // anyway after 8 plain steps, then 16, 32, 64, 64 (doubling up to 8x).
+  // anyway after 8 plain steps, then 16, 32, 64, 128, … (doubling up to 64x).
   s.record_draft(1, 1, 0.010);
   for (int i = 0; i < 40; ++i) s.record_step(h, 5, 0);
   std::vector<int> probes;
   for (int step = 1; step <= 200; ++step)
     if (s.plan(hs, limit)[0] > 0) probes.push_back(step);
-  EXPECT_EQ(probes, (std::vector<int>{8, 24, 56, 120, 184}));
-  EXPECT_GE(s.plain_steps(), 195);
+  EXPECT_EQ(probes, (std::vector<int>{8, 24, 56, 120}));
+  EXPECT_GE(s.plain_steps(), 196);
   // A probe whose first draft is accepted while drafting still cannot pay (a draft as dear as a
-  // pass): the probes stay at their longest interval.
+  // pass): the probes' interval keeps doubling, to 64x probe_every.
   int step = 201;
   while (s.plan(hs, limit)[0] == 0) ++step;
   EXPECT_EQ(step, 248);
   s.record_step(h, 5, 1);
   int gap = 1;
   while (s.plan(hs, limit)[0] == 0) ++gap;
-  EXPECT_EQ(gap, 64);
+  EXPECT_EQ(gap, 256);
+  for (int i = 0; i < 3; ++i) {  // doubling up to 64x probe_every
+    s.record_step(h, 5, 0);
+    for (gap = 1; s.plan(hs, limit)[0] == 0;) ++gap;
+  }
+  EXPECT_EQ(gap, 512);
   // Drafts accepted nearly always: the whole block is asked for (a block costs the same for any K).
   AcceptanceHistory good;
   for (int i = 0; i < 200; ++i) s.record_step(good, 5, 5);
@@ -244,8 +249,8 @@ TEST(VerifyScheduler, NoProbesWhereEvenAcceptedDraftsCannotPay) {
       drafting.push_back(int(std::find_if(k.begin(), k.end(), [](int n) { return n > 0; }) - k.begin()));
     }
     if (rows_dear) EXPECT_EQ(probes, 0) << "a probe where nothing it finds could pay";
-    else EXPECT_EQ(drafting, (std::vector<int>{0, 1, 2, 3, 0})) << "drafts accepted would pay: probes at 8, 24, 56, "
-                                                                   "120, 184, one sequence each in turn";
+    else EXPECT_EQ(drafting, (std::vector<int>{0, 1, 2, 3})) << "drafts accepted would pay: probes at 8, 24, 56, "
+                                                                "120, one sequence each in turn";
   }
 }
 
