@@ -22,10 +22,15 @@ void add_metrics(nlohmann::json& j, const DecodeMetrics& m, const DraftLength& d
                 {"rejected", m.rejected_steps},
                 {"without_drafts", m.sequence_steps - verified}};
   j["drafters_started_late"] = m.late_drafters;
-  if (!scheduler || !draft.automatic) return;
+  if (!scheduler) return;
+  // The costs measured (medians of recent passes), whatever the draft length: what auto would
+  // choose from, and, beside a fixed K's speed, where the model's view of this machine stands.
   nlohmann::json pass = nlohmann::json::object(), drafting = nlohmann::json::object();
   for (auto [rows, s] : scheduler->pass_cost().points()) pass[std::to_string(rows)] = s * 1e3;
   for (auto [n, s] : scheduler->draft_cost().points()) drafting[std::to_string(n)] = s * 1e3;
+  j["measured_costs"] = {{"pass_ms_by_rows", pass}, {"draft_ms_by_sequences", drafting},
+                         {"drafter_row_ms", scheduler->catch_up_row_seconds() * 1e3}};
+  if (!draft.automatic) return;
   const VerifyScheduler::Expectation& e = scheduler->expectation();
   j["verify_scheduler"] = {{"pass_ms_by_rows", pass},
                            {"draft_ms_by_sequences", drafting},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cache/cache_journal.h"
 #include "core/error.h"
 
 namespace dsv4 {
@@ -86,13 +87,17 @@ int64_t CachePools::blocks_in_use() const {
   return total;
 }
 
-SequenceCache::SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain)
-    : retain_(retain) {
+SequenceCache::SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain,
+                             int64_t local_begin, int64_t local_end, std::shared_ptr<CacheJournal> journal)
+    : journal_(std::move(journal)), retain_(retain) {
+  if (local_end < 0) local_end = int64_t(layers.size());
   layers_.resize(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerCacheGeometry& g = layers[i];
     LayerCache& c = layers_[i];
     c.geometry = g;
+    c.local = int64_t(i) >= local_begin && int64_t(i) < local_end;
+    if (!c.local) continue;
     c.kv = RowTable(pools.get(DType::BF16, g.head_dim));
     if (g.ratio > 0) {
       c.state = RowTable(pools.get(DType::F32, g.state_width));
@@ -103,6 +108,30 @@ SequenceCache::SequenceCache(CachePools& pools, const std::vector<LayerCacheGeom
       c.index_keys = RowTable(pools.get(DType::BF16, g.index_head_dim));
     }
   }
+  if (journal_) {
+    id_ = journal_->next_id();
+    journal_->record({CacheOp::New, id_});
+  }
+}
+
+SequenceCache::~SequenceCache() {
+  if (journal_) record(CacheOp::Release, 0);
+}
+
+void SequenceCache::record(int kind, int64_t a, int64_t b) const {
+  if (journal_) journal_->record({CacheOp::Kind(kind), id_, a, b});
+}
+
+void SequenceCache::skip_to(int64_t length) {
+  for (LayerCache& l : layers_)
+    if (l.local) l.kv.skip_to(length);
+  length_ = length;
+  record(CacheOp::SkipTo, length);
+}
+
+void SequenceCache::keep_all_rows(bool keep) {
+  keep_all_ = keep;
+  record(CacheOp::KeepAll, keep ? 1 : 0);
 }
 
 void SequenceCache::truncate(int64_t new_length) {
@@ -111,6 +140,7 @@ void SequenceCache::truncate(int64_t new_length) {
   DSV4_CHECK(new_length >= min_length_, "truncate: cannot roll back to length ", new_length,
              "; rows before length ", min_length_, " were released (rollback limit ", retain_, " tokens)");
   for (LayerCache& c : layers_) {
+    if (!c.local) continue;
     c.kv.truncate(new_length);
     if (c.geometry.ratio > 0) {
       c.state.truncate(new_length);
@@ -122,6 +152,7 @@ void SequenceCache::truncate(int64_t new_length) {
     }
   }
   length_ = new_length;
+  record(CacheOp::Truncate, new_length);
 }
 
 std::unique_ptr<SequenceCache> SequenceCache::fork(int64_t length, bool writable) const {
@@ -137,12 +168,19 @@ std::unique_ptr<SequenceCache> SequenceCache::fork(int64_t length, bool writable
     const LayerCache& c = layers_[i];
     LayerCache& d = f->layers_[i];
     d.geometry = c.geometry;
+    d.local = c.local;
+    if (!c.local) continue;
     const int64_t entries = c.geometry.ratio > 0 ? length / c.geometry.ratio : 0;
     d.kv = c.kv.fork(length, writable);
     if (c.state.attached()) d.state = c.state.fork(length, writable);
     if (c.entries.attached()) d.entries = c.entries.fork(entries, writable);
     if (c.index_state.attached()) d.index_state = c.index_state.fork(length, writable);
     if (c.index_keys.attached()) d.index_keys = c.index_keys.fork(entries, writable);
+  }
+  if (journal_) {
+    f->journal_ = journal_;
+    f->id_ = journal_->next_id();
+    journal_->record({CacheOp::Fork, f->id_, id_, length, writable});
   }
   return f;
 }
@@ -168,6 +206,7 @@ void SequenceCache::release_unneeded() {
   const int64_t oldest = std::max<int64_t>(0, length_ - retain_);
   min_length_ = std::max(min_length_, oldest);
   for (LayerCache& c : layers_) {
+    if (!c.local) continue;
     const LayerCacheGeometry& g = c.geometry;
     c.kv.release_before(std::max<int64_t>(0, oldest - g.window + 1));
     if (g.ratio > 0) {

@@ -70,6 +70,7 @@ CacheFootprint model_cache_footprint(const ModelConfig& c, int64_t retain);
 
 struct LayerCache {
   LayerCacheGeometry geometry;
+  bool local = true;      // false: another pipeline stage holds this layer (its tables stay empty)
   RowTable kv;            // raw KV rows by position (bf16 values)
   RowTable state;         // compressor per-position [kv | score + ape] (f32)
   RowTable entries;       // compressed KV entries (bf16 values)
@@ -79,9 +80,19 @@ struct LayerCache {
   int64_t bytes_held() const;  // bytes of the blocks its tables hold (what layer_cache_footprint bounds)
 };
 
+class CacheJournal;
+
 class SequenceCache {
  public:
-  SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain);
+  // Layers [local_begin, local_end) are this process's (the rest another pipeline stage's; -1:
+  // to the last). With a journal, every change but a pass's is recorded for the other stages'
+  // copies (cache/cache_journal.h).
+  SequenceCache(CachePools& pools, const std::vector<LayerCacheGeometry>& layers, int64_t retain,
+                int64_t local_begin = 0, int64_t local_end = -1, std::shared_ptr<CacheJournal> journal = nullptr);
+  ~SequenceCache();
+  SequenceCache(const SequenceCache&) = delete;
+  SequenceCache& operator=(const SequenceCache&) = delete;
+  int64_t journal_id() const { return id_; }  // 0 without a journal
 
   int64_t length() const { return length_; }
   void set_length(int64_t n) { length_ = n; }
@@ -96,10 +107,7 @@ class SequenceCache {
   // Moves the length to `length` without computing the rows before it, which no later position
   // reads (window-only layers: a drafter's rows before the window its next draft reads). Blocks
   // holding only such rows are released.
-  void skip_to(int64_t length) {
-    for (LayerCache& l : layers_) l.kv.skip_to(length);
-    length_ = length;
-  }
+  void skip_to(int64_t length);
   // Releases rows no rollback of up to `retain` tokens can need any more.
   void release_unneeded();
   // The earliest length truncate() can still return to.
@@ -109,7 +117,7 @@ class SequenceCache {
   // Keeps every row (release_unneeded() releases nothing): the state after any length L <= length()
   // stays recoverable, so the prefix cache can cut this sequence anywhere.
   // keep_all_rows(false): back to releasing what no rollback needs (from the next pass on).
-  void keep_all_rows(bool keep = true) { keep_all_ = keep; }
+  void keep_all_rows(bool keep = true);
   bool keeps_all_rows() const { return keep_all_; }
   // The state after `length` tokens (min_truncate_length() <= length <= length()), sharing this
   // one's blocks (fork() in row_pool.h): `writable` for a sequence that goes on from there, not
@@ -120,6 +128,9 @@ class SequenceCache {
 
  private:
   SequenceCache() = default;
+  void record(int kind, int64_t a, int64_t b = 0) const;
+  std::shared_ptr<CacheJournal> journal_;
+  int64_t id_ = 0;
   bool keep_all_ = false;
   int64_t length_ = 0;
   int64_t retain_ = 0;

@@ -137,6 +137,9 @@ void read_table(StateReader& r, RowTable& t) {
 }
 
 void write_cache(StateWriter& w, const SequenceCache& c) {
+  for (size_t l = 0; l < c.num_layers(); ++l)
+    DSV4_CHECK(c.layer(l).local, w.path().string(), ": layer ", l, " of this cache is another pipeline stage's: a "
+               "staged run keeps its prefixes in memory only");
   w.put<int64_t>(c.length());
   w.put<int64_t>(c.min_truncate_length());
   w.put<uint8_t>(c.keeps_all_rows());
@@ -148,6 +151,9 @@ void write_cache(StateWriter& w, const SequenceCache& c) {
 }
 
 void read_cache(StateReader& r, SequenceCache& c) {
+  for (size_t l = 0; l < c.num_layers(); ++l)
+    DSV4_CHECK(c.layer(l).local, r.path().string(), ": layer ", l, " of this cache is another pipeline stage's: a "
+               "staged run keeps its prefixes in memory only");
   const int64_t length = r.get<int64_t>(), min_length = r.get<int64_t>();
   const bool keep_all = r.get<uint8_t>() != 0;
   const uint32_t layers = r.get<uint32_t>();

@@ -33,6 +33,7 @@ class StateWriter {
   void put_ints(const std::vector<int32_t>& v);  // count, then the values
   uint64_t hash() const { return hash_.value(); }
   void finish();  // the hash, then flush; throws when the stream failed (a full disk)
+  const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;

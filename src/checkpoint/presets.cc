@@ -53,6 +53,50 @@ ModelConfig v4_flash_config() {
   return c;
 }
 
+// DeepSeek-V4-Pro: the V4-Flash computation at other sizes (shared/design: v4-pro), with no
+// window-only layers — its first two layers have a ratio-128 compressor and are hash-routed —
+// and, as published, no expert_dtype key (the experts' encoding comes from their tensors).
+ModelConfig v4_pro_config() {
+  ModelConfig c = v4_flash_config();
+  c.hidden_size = 7168;
+  c.num_hidden_layers = 61;
+  c.num_attention_heads = 128;
+  c.q_lora_rank = 1536;
+  c.o_groups = 16;
+  c.compress_ratios = {128, 128};  // then 29 CSA/HCA pairs, a last CSA layer, and the MTP layer
+  for (int i = 0; i < 29; ++i) c.compress_ratios.insert(c.compress_ratios.end(), {4, 128});
+  c.compress_ratios.insert(c.compress_ratios.end(), {4, 0});
+  c.index_topk = 1024;
+  c.n_routed_experts = 384;
+  c.moe_intermediate_size = 3072;
+  c.routed_scaling_factor = 2.5;
+  c.expert_dtype.clear();
+  c.validate();
+  return c;
+}
+
+// Pro's shape at tiny sizes: the layer pattern [128, 128, 4, 128] with three hash-routed layers
+// (two HCA, one CSA), twice tiny-a's heads in twice its output groups, 1.5x its hidden width
+// (384: not a power of two, as 7168 is not), experts and expert width, twice its index top-k,
+// Pro's routed scaling, no expert_dtype.
+ModelConfig tiny_pro_config() {
+  ModelConfig c = tiny_config();
+  c.hidden_size = 384;
+  c.num_attention_heads = 8;
+  c.o_groups = 4;
+  c.q_lora_rank = 256;
+  c.compress_ratios = {128, 128, 4, 128, 0};
+  c.num_hash_layers = 3;
+  c.index_topk = 16;
+  c.n_routed_experts = 12;
+  c.moe_intermediate_size = 256;
+  c.routed_scaling_factor = 2.5;
+  c.expert_dtype.clear();
+  c.max_position_embeddings = 1024;  // sequences long enough for the ratio-128 layers' entries
+  c.validate();
+  return c;
+}
+
 ModelConfig tiny_config() {
   ModelConfig c = v4_flash_config();  // same formats, router, YaRN and hc settings
   c.vocab_size = 1024;
@@ -133,6 +177,12 @@ const std::vector<Preset>& presets() {
        WeightKind::Mirror, mirror_tiny_config(), 4},
       {"mirror-v4-flash", "V4-Flash dimensions (default --layers 3: window, CSA, HCA), mirror weights",
        WeightKind::Mirror, mirror_v4_flash_config(), 3},
+      {"v4-pro", "DeepSeek-V4-Pro dimensions (default --layers 2: its two hash-routed ratio-128 layers; ~6 GB per "
+       "layer; shrink with --set, e.g. n_routed_experts=16), random weights",
+       WeightKind::Random, v4_pro_config(), 2},
+      {"tiny-pro", "V4-Pro's shape at tiny sizes (4 layers [128,128,4,128], 3 hash-routed, 8 heads in 4 output groups, "
+       "hidden 384, 12 experts, top-k 16) + MTP, random weights",
+       WeightKind::Random, tiny_pro_config(), 4},
       {"tiny-dspark", "the golden tiny-dspark-a configuration (4 layers [0,4,128,4] + a 3-stage DSpark drafter, "
        "V4-Flash-0731's layout), random weights",
        WeightKind::Random, tiny_dspark_config(), 4},

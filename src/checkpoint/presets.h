@@ -2,6 +2,8 @@
 //
 //   tiny              the golden tiny-a configuration, random weights
 //   v4-flash          the real V4-Flash dimensions (default 2 target layers), random weights
+//   v4-pro            the real V4-Pro dimensions (default 2 target layers: ratio 128, hash-routed)
+//   tiny-pro          V4-Pro's layer pattern and proportions at tiny sizes, random weights
 //   aligned           tiny dimensions, weights built so that target and MTP agree (aligned_weights.h)
 //   aligned-v4-flash  V4-Flash dimensions, aligned weights
 //   mirror            tiny dimensions, a context-dependent target and an MTP that mirrors its
@@ -47,6 +49,10 @@ const Preset& find_preset(const std::string& name);  // throws listing the known
 ModelConfig v4_flash_config();
 // The golden tiny-a configuration (4 layers + 1 MTP layer).
 ModelConfig tiny_config();
+// DeepSeek-V4-Pro (61 layers + 1 MTP layer: no window-only layers, the first two ratio-128 and
+// hash-routed, top-k 1024, 128 heads in 16 output groups, 384 experts), and its shape at tiny sizes.
+ModelConfig v4_pro_config();
+ModelConfig tiny_pro_config();
 // The mirror presets' configurations: tiny-a with room for long generations (4096
 // positions); V4-Flash with the layer pattern window, CSA, HCA.
 ModelConfig mirror_tiny_config();

@@ -43,6 +43,10 @@ struct EngineOptions {
   // Told how opening goes (bytes of the weights read into memory or copied to the backend's,
   // the head copies made): a real checkpoint takes minutes.
   ProgressFn progress = {};
+  // A pipeline stage (model/stage_link.h): this process holds the layers of stage_link->stage()
+  // (stage 0 also the embedding, the head and the drafter) and maps, reads and copies only their
+  // weights. Null: the whole model in this process.
+  StageLink* stage_link = nullptr;
 };
 
 struct Engine {
@@ -62,6 +66,8 @@ struct Engine {
   // The head the MTP drafts with (Auto resolved): the copy's format, else Target.
   DraftHeadFormat draft_head_format() const { return draft_head ? draft_head->format() : DraftHeadFormat::Target; }
   static std::unique_ptr<Engine> open(const std::filesystem::path& dir, const EngineOptions& options = {});
+  // Whether a weight (by tensor name) belongs to a stage of `link` (every weight without one).
+  static bool stage_holds(const StageLink* link, std::string_view tensor_name);
 };
 
 }  // namespace dsv4

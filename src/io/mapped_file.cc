@@ -44,12 +44,18 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
 MappedFile::~MappedFile() { release(); }
 
 void MappedFile::prefault(const std::function<void(size_t bytes)>& done) const {
-  if (!data_) return;
+  if (data_) prefault(data_, size_, done);
+}
+
+void MappedFile::prefault(const uint8_t* from, size_t bytes, const std::function<void(size_t bytes)>& done) const {
+  if (!data_ || bytes == 0) return;
+  DSV4_CHECK(contains(from) && bytes <= size_t(data_ + size_ - from), path_, ": prefault outside the mapping");
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t begin = size_t(from - data_) / page * page, end = size_t(from - data_) + bytes;
   // In chunks, so that a caller can show progress over a file of tens of GB.
   constexpr size_t kChunk = size_t(256) << 20;
-  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  for (size_t at = 0; at < size_; at += kChunk) {
-    const size_t n = std::min(kChunk, size_ - at);
+  for (size_t at = begin; at < end; at += kChunk) {
+    const size_t n = std::min(kChunk, end - at);
     uint8_t* p = const_cast<uint8_t*>(data_ + at);
     bool populated = false;
 #ifdef MADV_POPULATE_READ

@@ -29,6 +29,8 @@ class MappedFile {
   // Throws Error naming the file if the kernel cannot (an I/O error, a file cut short).
   // Maps every page (reading what is not cached yet), in chunks; `done(bytes)` after each.
   void prefault(const std::function<void(size_t bytes)>& done = {}) const;
+  // The same for the pages of [p, p + bytes) only (a pipeline stage's share of the weights).
+  void prefault(const uint8_t* p, size_t bytes, const std::function<void(size_t bytes)>& done = {}) const;
   // Unmaps the whole pages of [p, p + bytes) (which must lie in this file's mapping) and takes
   // them out of the page cache where no other mapping holds them: a later read maps them again
   // from the file. For bytes copied elsewhere, so that the machine does not hold them twice.

@@ -232,6 +232,11 @@ void TensorStore::prefault(const std::function<void(size_t bytes)>& done) const 
   for (const auto& f : files_) f->mapping().prefault(done);
 }
 
+void TensorStore::prefault(const uint8_t* p, size_t bytes) const {
+  for (const auto& f : files_)
+    if (f->mapping().contains(p)) return f->mapping().prefault(p, bytes);
+}
+
 void TensorStore::drop_pages(const uint8_t* p, size_t bytes) const {
   for (const auto& f : files_)
     if (f->mapping().contains(p)) return f->mapping().drop_pages(p, bytes);

@@ -65,6 +65,7 @@ class TensorStore {
   const std::filesystem::path& root() const { return root_; }
   uint64_t file_bytes() const;  // all mapped files, headers included
   void prefault(const std::function<void(size_t bytes)>& done = {}) const;  // MappedFile::prefault of every file
+  void prefault(const uint8_t* p, size_t bytes) const;  // the pages of a range in one of the files
   // MappedFile::drop_pages for a range in one of the files; ranges elsewhere are left alone.
   void drop_pages(const uint8_t* p, size_t bytes) const;
 

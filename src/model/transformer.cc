@@ -19,7 +19,17 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
 }
 
 std::unique_ptr<SequenceCache> Transformer::new_sequence() {
-  return std::make_unique<SequenceCache>(pools_, geometry_, options_.max_rollback);
+  if (!link_) return std::make_unique<SequenceCache>(pools_, geometry_, options_.max_rollback);
+  // A stage's caches hold its own layers; stage 0's record what the other stages replay.
+  const int s = link_->stage();
+  return std::make_unique<SequenceCache>(pools_, geometry_, options_.max_rollback, link_->first_layer(s),
+                                         link_->first_layer(s + 1), s == 0 ? link_->journal() : nullptr);
+}
+
+void Transformer::set_stage_link(StageLink* link) {
+  DSV4_CHECK(!link || (link->first_layer(0) == 0 && link->first_layer(link->stages()) == int64_t(blocks_.size())),
+             "pipeline stages: the layer ranges do not cover the model's ", blocks_.size(), " layers");
+  link_ = link;
 }
 
 const float* Transformer::Output::logits_row(size_t request, int64_t i) const {
@@ -102,30 +112,25 @@ void Transformer::set_argmax_head(const ArgmaxHead& head, int64_t max_candidates
   argmax_max_candidates_ = max_candidates;
 }
 
-void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
-  DSV4_CHECK(!requests.empty(), "forward: no requests");
-  workspace_.reset();
-  Pass p{backend_, workspace_, tracer};
-  std::vector<int64_t> logit_rows;
-  p.add_requests(requests, config_.vocab_size, config_.max_position_embeddings, out.rows_begin, out.logits_begin,
-                 logit_rows);
-
-  const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size;
+void Transformer::begin_pass(Pass& p, std::span<const Request> requests, std::vector<int64_t>& rows_begin,
+                             std::vector<int64_t>& logits_begin, std::vector<int64_t>& logit_rows,
+                             std::vector<int64_t>& kept) const {
+  logit_rows.clear();
+  p.add_requests(requests, config_.vocab_size, config_.max_position_embeddings, rows_begin, logits_begin, logit_rows);
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].prompt) continue;
-    DSV4_CHECK(p.prompt_rows == out.rows_begin[i], "forward: prompt requests must come before the others");
+    DSV4_CHECK(p.prompt_rows == rows_begin[i], "forward: prompt requests must come before the others");
     p.prompt_rows += int64_t(requests[i].tokens.size());
   }
   // The rows whose streams leave the last block: every row of a request that reads them, the
   // logit rows of the others (the rest only extend the last block's caches). Each request's
   // rows_begin becomes its first row among them.
-  std::vector<int64_t>& kept = kept_rows_;
   kept.clear();
   for (size_t i = 0; i < requests.size(); ++i) {
-    const int64_t begin = out.rows_begin[i], end = begin + int64_t(requests[i].tokens.size());
-    const int64_t first_logit = out.logits_begin[i];
-    const int64_t end_logit = i + 1 < requests.size() ? out.logits_begin[i + 1] : int64_t(logit_rows.size());
-    out.rows_begin[i] = int64_t(kept.size());
+    const int64_t begin = rows_begin[i], end = begin + int64_t(requests[i].tokens.size());
+    const int64_t first_logit = logits_begin[i];
+    const int64_t end_logit = i + 1 < requests.size() ? logits_begin[i + 1] : int64_t(logit_rows.size());
+    rows_begin[i] = int64_t(kept.size());
     if (requests[i].streams) {
       const int64_t from = begin + std::clamp<int64_t>(requests[i].streams_from, 0, end - begin);
       for (int64_t l = first_logit; l < end_logit && logit_rows[size_t(l)] < from; ++l) kept.push_back(logit_rows[size_t(l)]);
@@ -133,23 +138,23 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
     } else
       kept.insert(kept.end(), logit_rows.begin() + first_logit, logit_rows.begin() + end_logit);
   }
-  PromptRowsScope prompt_scope(backend_, p.prompt_rows);
-  Tensor x = p.alloc({n, hc, D});
-  p.be.embed(weights_.embed, p.tokens, hc, x);
+}
+
+void Transformer::run_layers(Pass& p, Tensor& x, int64_t begin, int64_t end, std::span<const int64_t> kept,
+                             std::span<Tensor> tapped) {
+  const int64_t n = x.dim(0), hc = config_.hc_mult, D = config_.hidden_size, k = int64_t(kept.size());
   // Each block's output is copied into the other of two stream buffers and its intermediates
   // are freed, so the pass's scratch memory is one block's, whatever the depth.
   Tensor spare = p.alloc({n, hc, D});
   std::vector<int64_t>& every_row = identity_rows_;
   for (int64_t i = int64_t(every_row.size()); i < n; ++i) every_row.push_back(i);
-  const int64_t k = int64_t(kept.size());
-  last_block_rows_ += k;
-  std::vector<Tensor> tapped;  // the mean streams of each tapped block, for the kept rows
-  for (size_t t = 0; t < taps_.size(); ++t) tapped.push_back(p.alloc({k, D}));
+  size_t t = 0;
+  while (t < taps_.size() && taps_[t] < begin) ++t;
   const Workspace::Mark layers_begin = workspace_.mark();
-  for (size_t l = 0, t = 0; l < blocks_.size(); ++l) {
-    const bool last = l + 1 == blocks_.size();
-    const Tensor y = last && k < n ? blocks_[l].forward(p, x, kept) : blocks_[l].forward(p, x);
-    if (t < taps_.size() && taps_[t] == int64_t(l)) {
+  for (int64_t l = begin; l < end; ++l) {
+    const bool last = l + 1 == int64_t(blocks_.size());
+    const Tensor y = last && k < n ? blocks_[size_t(l)].forward(p, x, kept) : blocks_[size_t(l)].forward(p, x);
+    if (t < taps_.size() && taps_[t] == l) {
       Tensor rows = y;
       if (y.dim(0) != k) {
         rows = p.alloc({k, hc, D});
@@ -162,20 +167,50 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
     workspace_.rewind(layers_begin);
     std::swap(x, spare);
   }
-  prompt_scope.end();  // the head's rows are gathered: no longer a prefix
+}
 
+void Transformer::forward(std::span<const Request> requests, Output& out, Tracer* tracer) {
+  DSV4_CHECK(!requests.empty(), "forward: no requests");
+  if (link_ && link_->stages() > 1) {
+    DSV4_CHECK(!tracer, "forward: a traced pass runs in one process (this one holds layers [0, ",
+               link_->first_layer(1), ") of ", blocks_.size(), ")");
+    forward_staged(requests, out);
+    return;
+  }
+  workspace_.reset();
+  Pass p{backend_, workspace_, tracer};
+  std::vector<int64_t> logit_rows;
+  std::vector<int64_t>& kept = kept_rows_;
+  begin_pass(p, requests, out.rows_begin, out.logits_begin, logit_rows, kept);
+  const int64_t n = p.rows(), hc = config_.hc_mult, D = config_.hidden_size, k = int64_t(kept.size());
+  PromptRowsScope prompt_scope(backend_, p.prompt_rows);
+  Tensor x = p.alloc({n, hc, D});
+  p.be.embed(weights_.embed, p.tokens, hc, x);
+  last_block_rows_ += k;
+  std::vector<Tensor> tapped;  // the mean streams of each tapped block, for the kept rows
+  for (size_t t = 0; t < taps_.size(); ++t) tapped.push_back(p.alloc({k, D}));
+  run_layers(p, x, 0, int64_t(blocks_.size()), kept, tapped);
+  prompt_scope.end();  // the head's rows are gathered: no longer a prefix
+  // Only the rows whose logits are wanted go through the head (their places among the kept rows).
+  if (k < n)
+    for (int64_t& r : logit_rows) r = std::lower_bound(kept.begin(), kept.end(), r) - kept.begin();
+  finish_pass(p, requests, x, logit_rows, tapped, out);
+  p.commit_sequences();
+}
+
+void Transformer::finish_pass(Pass& p, std::span<const Request> requests, const Tensor& x,
+                              std::span<const int64_t> logit_rows, std::span<const Tensor> tapped, Output& out) {
+  const int64_t hc = config_.hc_mult, D = config_.hidden_size;
   out.vocab = config_.vocab_size;
   out.hidden_width = hc * D;
-  // Only the rows whose logits are wanted go through the head (their places among the kept rows).
-  if (int64_t(kept.size()) < n)
-    for (int64_t& r : logit_rows) r = std::lower_bound(kept.begin(), kept.end(), r) - kept.begin();
   // Rows that only want their argmax may take the bounded head (model/argmax_head.h) — up to
   // kBoundedHeadRows of them: the copy's 4-bit kernels do ~4 multiply-adds per byte and row where
   // the BF16 head's do 0.5, so from 3 rows on (a verification of k ≥ 2 drafts) reading half the
   // bytes no longer pays for the arithmetic on two cores (spec k = 2 / 3: 24.5 tok/s against
   // 29.0 / 28.3 with the full head).
   constexpr size_t kBoundedHeadRows = 2;
-  bool argmax_only = argmax_head_.enabled() && !logit_rows.empty() && logit_rows.size() <= kBoundedHeadRows && !tracer;
+  bool argmax_only =
+      argmax_head_.enabled() && !logit_rows.empty() && logit_rows.size() <= kBoundedHeadRows && !p.tracing();
   for (const Request& r : requests) argmax_only = argmax_only && (r.no_logits || r.argmax_only);
   if (argmax_only) {
     const Tensor y = head_input_rows(p, x, logit_rows, weights_.hc_head, weights_.norm, "head");
@@ -188,12 +223,10 @@ void Transformer::forward(std::span<const Request> requests, Output& out, Tracer
   out.hidden = x;  // (the workspace keeps it until the next pass)
   out.taps = Tensor();
   if (!taps_.empty()) {
-    out.taps = p.alloc({k, int64_t(taps_.size()) * D});
+    out.taps = p.alloc({x.dim(0), int64_t(taps_.size()) * D});
     p.be.concat_cols(tapped, out.taps);
   }
   out.backend = &backend_;
-
-  p.commit_sequences();
 }
 
 }  // namespace dsv4

@@ -12,6 +12,7 @@
 #include "model/argmax_head.h"
 #include "model/block.h"
 #include "model/head_rescore.h"
+#include "model/stage_link.h"
 
 namespace dsv4 {
 
@@ -88,6 +89,15 @@ class Transformer {
   // Rows the last block has computed in full (their streams or logits read), over every pass.
   int64_t last_block_rows() const { return last_block_rows_; }
 
+  // Pipeline stages (model/stage_link.h): this process holds the layers of its stage, and its
+  // caches those layers' rows. On stage 0 forward() runs every pass across the stages; the other
+  // stages serve forward_stage() for each message until told to stop.
+  void set_stage_link(StageLink* link);
+  StageLink* stage_link() const { return link_; }
+  // Stage s > 0: the message's micro-batch over this stage's layers, on its copies of the caches;
+  // the message's streams (and taps) become this stage's output.
+  void forward_stage(StageMessage& m, const StageHeader& h, const CacheMirror& mirror);
+
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() const { return backend_; }
@@ -100,6 +110,19 @@ class Transformer {
   Tensor head_input_rows(Pass& p, const Tensor& x, std::span<const int64_t> rows, const HcHeadWeights& hc,
                          const WeightView& norm, const std::string& scope) const;
   void full_head(Pass& p, const Tensor& y, const WeightView& head, std::vector<float>& host) const;
+  // The rows of a pass (p.add_requests) and the ones whose streams leave the last block (`kept`;
+  // rows_begin becomes each request's first row among them).
+  void begin_pass(Pass& p, std::span<const Request> requests, std::vector<int64_t>& rows_begin,
+                  std::vector<int64_t>& logits_begin, std::vector<int64_t>& logit_rows,
+                  std::vector<int64_t>& kept) const;
+  // Blocks [begin, end) over the streams x (the last block over the kept rows only), the taps
+  // among them into `tapped` (indexed as taps_).
+  void run_layers(Pass& p, Tensor& x, int64_t begin, int64_t end, std::span<const int64_t> kept,
+                  std::span<Tensor> tapped);
+  // The head over the kept rows' streams x, and the output.
+  void finish_pass(Pass& p, std::span<const Request> requests, const Tensor& x, std::span<const int64_t> logit_rows,
+                   std::span<const Tensor> tapped, Output& out);
+  void forward_staged(std::span<const Request> requests, Output& out);  // (transformer_stages.cc)
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
@@ -116,6 +139,8 @@ class Transformer {
   ArgmaxHeadScratch argmax_scratch_;
   ArgmaxHeadCounts argmax_counts_;
   int64_t last_block_rows_ = 0;
+  StageLink* link_ = nullptr;
+  int64_t staged_passes_ = 0;
 };
 
 }  // namespace dsv4

@@ -62,12 +62,14 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
     running[r]->drafted_last_step = count[r] > 0;
   }
   if (requests.empty()) return;
+  int64_t queued = 0;
+  for (const DraftRequest& q : requests) queued += proposer_->queued_rows(*q.state, q.position);
   std::vector<Draft> got;
   const auto t0 = std::chrono::steady_clock::now();
   proposer_->propose(requests, got);
   const int64_t drafting = int64_t(requests.size());
-  if (scheduler_ && steady)
-    scheduler_->record_draft(drafting, depth, seconds_since(t0));
+  if (scheduler_ && steady) scheduler_->record_draft(drafting, depth, seconds_since(t0));
+  else if (scheduler_ && queued > 0) scheduler_->record_catch_up(queued, drafting, depth, seconds_since(t0));
   for (size_t j = 0; j < index.size(); ++j) drafts[index[j]] = std::move(got[j]);
   if (automatic.empty()) return;
   std::vector<const Draft*> made;

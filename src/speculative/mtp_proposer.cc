@@ -90,6 +90,11 @@ int64_t MtpProposer::prompt_features_from(int64_t prompt_length) const {
 
 int64_t MtpProposer::window() const { return mtp_.window(); }
 
+int64_t MtpProposer::queued_rows(const ProposerState& state, int64_t position) const {
+  // A draft at `position` computes rows [cache length, position]: the last is its own.
+  return std::max<int64_t>(0, position - static_cast<const State&>(state).cache->length());
+}
+
 void MtpProposer::prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) {
   const size_t rows_in_pass = size_t(streams.numel() / width_);
   std::vector<RowTable*> tables(rows_in_pass, nullptr);

@@ -35,6 +35,7 @@ class MtpProposer final : public DraftProposer {
   std::unique_ptr<ProposerState> new_state() override;
   int64_t prompt_features_from(int64_t prompt_length) const override;
   int64_t window() const override;
+  int64_t queued_rows(const ProposerState& state, int64_t position) const override;
   void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) override;
   // Tests: every prompt row through the MTP as well (drafts must not change).
   void compute_whole_prompts(bool whole) { whole_prompts_ = whole; }

@@ -111,6 +111,11 @@ class DraftProposer {
   // the decoder may start an auto sequence's drafter at its prompt's last row and draft once the
   // plain steps have given it a whole window, rather than compute the prompt's last window.
   virtual int64_t window() const { return 0; }
+  // The rows a draft at `position` (DraftRequest::position) computes besides its own: the MTP's
+  // rows of the plain steps since the state last drafted (at most a window), a deferred prompt's
+  // last window. What a draft after a plain streak costs more than a draft (the verify scheduler's
+  // probes weigh it).
+  virtual int64_t queued_rows(const ProposerState&, int64_t position) const { return 0; }
   // Fills the states over prompt chunks, in order per sequence; `streams` are the pass's
   // features (features()).
   virtual void prefill(std::span<const PrefillChunk> chunks, const Tensor& streams) = 0;

@@ -17,7 +17,7 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, DraftProposer* propo
   if (proposer_)
     scheduler_ = std::make_unique<VerifyScheduler>(VerifyScheduler::Options{
         proposer_->max_drafts() > 0 ? proposer_->max_drafts() : int(target_.options().max_rollback - 1),
-        proposer_->draft_cost()});
+        proposer_->draft_cost(), /*probe_every=*/8, proposer_->window()});
 }
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
@@ -458,9 +458,12 @@ std::vector<SpeculativeDecoder::Event> SpeculativeDecoder::step() {
         s.draft_state = proposer_->new_state();
         if (s.options.reusable) proposer_->keep_all_rows(*s.draft_state);
       }
+      // An auto sequence leaves its drafter's prompt rows until its first draft (it may never
+      // draft), except while the scheduler calibrates: then a sequence's first step drafts, and
+      // the rows are prompt work, computed with the prompt as for a fixed K.
+      const bool defer = s.options.draft_auto && !(scheduler_ && scheduler_->calibrating());
       if (s.draft_state) prefilled.push_back({s.draft_state.get(), s.prompt, chunks[i].first, chunks[i].second,
-                                              out_.rows_begin[i], chunks[i].first + requests[i].streams_from,
-                                              /*defer=*/s.options.draft_auto});
+                                              out_.rows_begin[i], chunks[i].first + requests[i].streams_from, defer});
     }
   }
   std::vector<int> accepted(running.size());

@@ -126,6 +126,39 @@ void VerifyScheduler::record_pass(int64_t rows, double seconds) {
 void VerifyScheduler::record_draft(int64_t sequences, int depth, double seconds) {
   if (frozen_ || depth <= 0 || sequences <= 0) return;
   draft_.record(sequences, options_.cost == DraftProposer::Cost::Once ? seconds : seconds / depth);
+  if (!catch_up_pending_.empty()) settle_catch_up();
+}
+
+void VerifyScheduler::record_catch_up(int64_t rows, int64_t sequences, int depth, double seconds) {
+  if (frozen_ || rows <= 0 || sequences <= 0 || depth <= 0 || !(seconds > 0)) return;
+  catch_up_pending_.push_back({rows, sequences, depth, seconds});
+  settle_catch_up();
+}
+
+// A catch-up's time less the draft it came with, per row, once a steady draft of that many
+// sequences has been timed (until then the pending ones wait: the first catch-up, a prompt's last
+// window, comes before any steady draft). Only the most recent few are kept pending.
+void VerifyScheduler::settle_catch_up() const {
+  if (catch_up_pending_.empty() || !draft_.known(catch_up_pending_.back().sequences)) {
+    if (catch_up_pending_.size() > 8) catch_up_pending_.erase(catch_up_pending_.begin());
+    return;
+  }
+  std::vector<CatchUp> waiting;
+  for (const CatchUp& c : catch_up_pending_) {
+    if (!draft_.known(c.sequences)) {
+      waiting.push_back(c);
+      continue;
+    }
+    const double unit = draft_.at(c.sequences);  // (as measured: hopeful() is for choices)
+    const double draft = options_.cost == DraftProposer::Cost::Once ? unit : unit * c.depth;
+    catch_up_row_.record(1, std::max(1e-9, (c.seconds - draft) / double(c.rows)));
+  }
+  catch_up_pending_ = std::move(waiting);
+}
+
+double VerifyScheduler::catch_up_row_seconds() const {
+  settle_catch_up();
+  return catch_up_row_.at(1);
 }
 
 void VerifyScheduler::record_prompt_pass(int64_t rows, double seconds) {
@@ -304,6 +337,20 @@ bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequen
   return any;
 }
 
+// Has plain decoding since the last draft run long enough that a probe now costs at most
+// kProbeShare of its time? A probe drafts once for one sequence of the batch: the draft, a row more
+// in the pass, and the drafter's rows queued since that sequence's last draft (up to a window; the
+// longest streak's worth, an overestimate where the sequences probe in turn), at their measured
+// costs (a cost not yet measured counts as nothing).
+bool VerifyScheduler::probe_affordable(int64_t batch) const {
+  const double plain_step = pass_.at(batch) + overhead_;
+  if (!(plain_step > 0)) return true;
+  const int64_t queued = options_.window > 0 ? std::min(since_draft_, options_.window) : 0;
+  const double probe = draft_.at(1) + std::max(0.0, pass_.at(batch + 1) - pass_.at(batch)) +
+                       double(queued) * catch_up_row_seconds();
+  return probe <= kProbeShare * double(since_draft_) * plain_step;
+}
+
 // Would drafting pay if every draft were accepted? Where it would not (a batch whose verification
 // rows cost about a token's time each, a drafter as dear as a pass), measuring acceptance cannot
 // change the decision, and a probe is pure cost: its first draft also computes the drafter's rows
@@ -354,7 +401,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
     ++plain_steps_;
     return n;
   }
-  if (!drafts && ++since_draft_ < probe_interval_) {
+  if (!drafts && (++since_draft_ < probe_interval_ || !probe_affordable(int64_t(ask.size())))) {
     ++plain_steps_;
     return n;
   }

@@ -16,12 +16,15 @@
 // cost grows per draft, how deep to draft). Where it does not by the mean acceptance but does by
 // its optimistic end (one standard error above, from the sequence's trials: optimistic_survival),
 // one draft is verified — a measurement while the evidence is thin, which stops as it accumulates.
-// Where it does not but would if every draft were
-// accepted, a probe step still drafts after
+// Where it does not but would if every draft were accepted, a probe step still drafts after
 // `probe_every` plain steps, then after twice as many (up to 64x) while drafting keeps not paying,
-// so acceptance keeps being measured at a cost that shrinks; a probe's first draft is verified
-// whatever the model expects of it. Once a probe's outcome makes drafting pay, the plan drafts
-// again and the interval starts over.
+// so acceptance keeps being measured at a cost that shrinks — and never before the plain steps
+// since the last draft have taken 1/kProbeShare times what the probe is expected to cost (its
+// draft, its verified row, and the drafter's rows queued since the last draft, up to a window,
+// each at its measured cost): on a shallow checkpoint, where a drafter row is several percent of
+// a decode step, probes come a few hundred steps apart; on a deep one, every few dozen. A probe's
+// first draft is verified whatever the model expects of it. Once a probe's outcome makes drafting
+// pay, the plan drafts again and the interval starts over.
 //
 // A proposer's survivals are calibrated against what verification finds: per draft position, the
 // drafts accepted over the sum of the survivals predicted for them (both counted where the drafts
@@ -93,6 +96,7 @@ class VerifyScheduler {
     int max_drafts = 5;
     DraftProposer::Cost cost = DraftProposer::Cost::Once;
     int probe_every = 8;  // steps that decided not to draft before one drafts anyway
+    int64_t window = 0;   // the drafter's window (rows a probe's catch-up computes at most; 0: none)
   };
   explicit VerifyScheduler(Options options);
 
@@ -106,6 +110,11 @@ class VerifyScheduler {
   // choices, for tests and for measuring the scheduler itself).
   void record_pass(int64_t rows, double seconds);
   void record_draft(int64_t sequences, int depth, double seconds);
+  // A draft call that also computed `rows` queued drafter rows (the MTP's rows of the plain steps
+  // since the sequences last drafted): its time less a draft's, per row, is what a probe's catch-up
+  // costs. (Kept until a steady draft of that size is known, then turned into a per-row cost.)
+  void record_catch_up(int64_t rows, int64_t sequences, int depth, double seconds);
+  double catch_up_row_seconds() const;  // 0 until measured
   // The rest of a decode step (telling the proposer, sampling, emitting): paid by every step,
   // plain or not, so it dilutes what verification gains and belongs in the rate.
   void record_overhead(double seconds);
@@ -158,10 +167,21 @@ class VerifyScheduler {
                  std::vector<int>& n) const;
   std::vector<int> one_of(std::vector<int> ask);
   static constexpr int64_t kMaxProbeFactor = 64;  // the longest probe interval, in probe_every
+  // What probes may cost at most, as a share of the plain decoding time they interrupt.
+  static constexpr double kProbeShare = 0.015;
+  bool probe_affordable(int64_t batch) const;
+  void settle_catch_up() const;
   double step_seconds(int64_t rows, double draft) const { return draft + pass_.hopeful(rows) + overhead_; }
 
   Options options_;
   CostCurve pass_, draft_, prompt_row_;  // (prompt_row_: per row, at count 1)
+  struct CatchUp {
+    int64_t rows, sequences;
+    int depth;
+    double seconds;
+  };
+  mutable std::vector<CatchUp> catch_up_pending_;  // waiting for a steady draft of their size
+  mutable CostCurve catch_up_row_;                 // per queued row, at count 1
   AcceptanceHistory history_;
   std::vector<double> predicted_, observed_;  // per draft position: Σ survival predicted, drafts accepted
   double overhead_ = 0, typical_batch_ = 0;

@@ -175,7 +175,7 @@ TEST(Config, AbsentKeysTakeDefaults) {
   EXPECT_EQ(c.hc_mult, 4);
   EXPECT_EQ(c.scoring_func, ScoringFunc::SqrtSoftplus);
   EXPECT_FALSE(c.rope_scaling.enabled);
-  EXPECT_EQ(c.expert_dtype, "fp4");
+  EXPECT_EQ(c.expert_dtype, "");  // not stated (V4-Pro's config): the experts' tensors tell
   // Only the given keys change; null counts as absent.
   const ModelConfig e = parse_config(json{{"sliding_window", 8}, {"swiglu_limit", nullptr}});
   EXPECT_EQ(e.sliding_window, 8);

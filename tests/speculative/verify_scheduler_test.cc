@@ -196,29 +196,32 @@ TEST(VerifyScheduler, CalibratesThenStopsDraftingWhereItCannotPayButProbes) {
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});  // then a plain pass
   s.record_pass(1, 0.010);
   EXPECT_FALSE(s.calibrating());
-  // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins; probes draft
-  // anyway after 8 plain steps, then 16, 32, 64, 128, … (doubling up to 64x).
+  // Every draft so far rejected, and a draft as dear as a pass: plain decoding wins. Probes draft
+  // anyway, after 8 plain steps, then 16, 32, … (doubling up to 64x), and never before the plain
+  // steps since the last draft took 1/kProbeShare times a probe's cost: its draft (10 ms) and its
+  // row (2 rows 14 ms on the line through 1 and 6, against 10): 14 ms <= 1.5% of n x 10 ms from
+  // n = 94 on.
   s.record_draft(1, 1, 0.010);
   for (int i = 0; i < 40; ++i) s.record_step(h, 5, 0);
   std::vector<int> probes;
   for (int step = 1; step <= 200; ++step)
     if (s.plan(hs, limit)[0] > 0) probes.push_back(step);
-  EXPECT_EQ(probes, (std::vector<int>{8, 24, 56, 120}));
-  EXPECT_GE(s.plain_steps(), 196);
-  // A probe whose first draft is accepted while drafting still cannot pay (a draft as dear as a
-  // pass): the probes' interval keeps doubling, to 64x probe_every.
+  EXPECT_EQ(probes, (std::vector<int>{94, 188}));
+  EXPECT_GE(s.plain_steps(), 198);
   int step = 201;
   while (s.plan(hs, limit)[0] == 0) ++step;
-  EXPECT_EQ(step, 248);
+  EXPECT_EQ(step, 282);
+  // A probe whose first draft is accepted while drafting still cannot pay (a draft as dear as a
+  // pass): the probes' interval keeps doubling (past the budget's 94 steps), to 64x probe_every.
   s.record_step(h, 5, 1);
-  int gap = 1;
-  while (s.plan(hs, limit)[0] == 0) ++gap;
-  EXPECT_EQ(gap, 256);
-  for (int i = 0; i < 3; ++i) {  // doubling up to 64x probe_every
+  std::vector<int> gaps;
+  for (int i = 0; i < 6; ++i) {
+    int gap = 1;
+    while (s.plan(hs, limit)[0] == 0) ++gap;
+    gaps.push_back(gap);
     s.record_step(h, 5, 0);
-    for (gap = 1; s.plan(hs, limit)[0] == 0;) ++gap;
   }
-  EXPECT_EQ(gap, 512);
+  EXPECT_EQ(gaps, (std::vector<int>{94, 128, 256, 512, 512, 512}));
   // Drafts accepted nearly always: the whole block is asked for (a block costs the same for any K).
   AcceptanceHistory good;
   for (int i = 0; i < 200; ++i) s.record_step(good, 5, 5);
@@ -249,8 +252,9 @@ TEST(VerifyScheduler, NoProbesWhereEvenAcceptedDraftsCannotPay) {
       drafting.push_back(int(std::find_if(k.begin(), k.end(), [](int n) { return n > 0; }) - k.begin()));
     }
     if (rows_dear) EXPECT_EQ(probes, 0) << "a probe where nothing it finds could pay";
-    else EXPECT_EQ(drafting, (std::vector<int>{0, 1, 2, 3})) << "drafts accepted would pay: probes at 8, 24, 56, "
-                                                                "120, one sequence each in turn";
+    else EXPECT_EQ(drafting, (std::vector<int>{0, 1, 2, 3})) << "drafts accepted would pay: probes at 16, 32, 64, "
+                                                                "128 (a probe's 6 ms within 1.5% of 16 steps of 25 ms), "
+                                                                "one sequence each in turn";
   }
 }
 
@@ -270,10 +274,40 @@ TEST(VerifyScheduler, AProbeVerifiesItsDraft) {
   EXPECT_EQ(s.select(hs, ds), std::vector<int>{0});  // outside a probe: not worth its row
   int step = 1;
   while (s.plan(hs, limit)[0] == 0) ++step;
-  EXPECT_EQ(step, 8);                                // the first probe, one draft
+  EXPECT_EQ(step, 40);  // the first probe, one draft: its 6 ms within 1.5% of 40 plain steps of 10 ms
   EXPECT_EQ(s.select(hs, ds), std::vector<int>{1});  // verified
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{0});
   EXPECT_EQ(s.select(hs, ds), std::vector<int>{0});  // and the next plain step's rule is back
+}
+
+// A probe also computes the drafter's rows queued since its last draft (up to a window): once
+// their cost is measured, probes wait until plain decoding has run long enough to pay for them.
+TEST(VerifyScheduler, ProbesWaitForTheDrafterRowsTheyWillComputeToBeAffordable) {
+  // A pass 10 ms + 2 ms a row, a draft 1 ms, every draft rejected. A probe costs its draft and row,
+  // 3 ms, plus 0.5 ms per queued drafter row (a window of 128 at most), and may cost 1.5% of the
+  // plain steps before it (10 ms each).
+  for (const bool rows_measured : {false, true}) {
+    VerifyScheduler s({4, Cost::PerDraft, 8, /*window=*/128});
+    s.record_pass(1, 0.010);
+    s.record_pass(2, 0.012);
+    if (rows_measured) {
+      // A catch-up timed before any steady draft waits for one: the draft's share is unknown.
+      s.record_catch_up(/*rows=*/20, /*sequences=*/1, /*depth=*/1, 0.001 + 20 * 0.0005);
+      EXPECT_EQ(s.catch_up_row_seconds(), 0.0);
+    }
+    s.record_draft(1, 1, 0.001);
+    EXPECT_NEAR(s.catch_up_row_seconds(), rows_measured ? 0.0005 : 0.0, 1e-12);
+    AcceptanceHistory h;
+    for (int i = 0; i < 40; ++i) s.record_step(h, 4, 0);
+    const AcceptanceHistory* hs[] = {&h};
+    const int limit[] = {4};
+    int gap = 1;
+    while (s.plan(hs, limit)[0] == 0) ++gap;
+    // Unmeasured, the rows count as nothing: 3 ms <= 0.15 ms x n from n = 20 (past the doubling's
+    // first 8). Measured, no streak up to a window pays for its rows (0.5 ms each against 0.15 ms a
+    // step), and past it 3 + 64 ms <= 0.15 ms x n from n = 447.
+    EXPECT_EQ(gap, rows_measured ? 447 : 20);
+  }
 }
 
 TEST(VerifyScheduler, TheRestOfAStepCountsInTheRate) {
