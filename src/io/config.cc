@@ -126,8 +126,7 @@ ModelConfig parse_config(const json& j, const std::string& source) {
   r.get_int("bos_token_id", c.bos_token_id);
   r.get_int("eos_token_id", c.eos_token_id);
   r.get_int("max_position_embeddings", c.max_position_embeddings);
-  if (j.contains("expert_dtype")) r.get("expert_dtype", c.expert_dtype);
-  else c.expert_dtype.clear();  // (V4-Pro's config states none: the experts' tensors tell)
+  r.get("expert_dtype", c.expert_dtype);  // (V4-Pro's config states none: the experts' tensors tell)
   r.get_int("dspark_block_size", c.dspark_block_size);
   r.get_int("dspark_noise_token_id", c.dspark_noise_token_id);
   r.get("dspark_target_layer_ids", c.dspark_target_layer_ids);

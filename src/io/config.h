@@ -60,7 +60,7 @@ struct ModelConfig {
   // "fp4": routed experts are packed e2m1; "fp8": FP8 tiles; "": not stated (V4-Pro's config),
   // the experts' tensors tell (the weights are bound by what they hold; tables of expected
   // tensors take FP4, the released encoding).
-  std::string expert_dtype = "fp4";
+  std::string expert_dtype;
   int64_t weight_block_size = 128;            // quantization_config.weight_block_size
   // compressed-tensors: the group_size of its 4-bit integer weights (quantization_config.
   // config_groups.*.weights with num_bits 4, type int); 0 where the config states none.
