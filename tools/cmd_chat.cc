@@ -30,6 +30,7 @@
 #include "speculative/prefix_cache.h"
 #include "speculative/prefix_store.h"
 #include "speculative/speculative_decoder.h"
+#include "stage_args.h"
 #include "text/chat_format.h"
 
 namespace dsv4::cli {
@@ -54,6 +55,7 @@ struct ChatArgs {
   std::string kv_cache_dir; // conversations kept on disk
   bool resume = false;      // go on with the last one kept there
   int64_t kv_cache_disk_max = int64_t(32) << 30;
+  StageArgs stages;         // --stages, --stage-layers
 };
 
 // The conversation beside its state in the kv cache directory: its messages (the format's context
@@ -127,10 +129,15 @@ class TurnPrinter {
 
 int run_chat(const ChatArgs& a) {
   const std::string gbnf = load_output_grammar(a.grammar);  // a bad file fails before the model loads
+  DSV4_CHECK(a.stages.stages <= 1 || a.kv_cache_dir.empty(), "--kv-cache-dir keeps the conversation's state on "
+             "one process's disk; with --stages each stage holds its own layers' caches: drop one of them");
   ProgressMeter meter(a.quiet);
-  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights,
-                                      .progress = meter.opening()});
+  EngineOptions eo{.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
+                   .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights,
+                   .progress = meter.opening()};
+  const std::unique_ptr<StagedRun> staged = StagedRun::start(a.stages, a.model, eo);
+  if (staged && staged->worker()) return staged->serve(a.model, eo);
+  auto engine = Engine::open(a.model, eo);
   print_open_notes(*engine);
   const DraftLength draft = effective_draft(*engine, a.draft, "chat");
   const text::Tokenizer tok = load_model_tokenizer(engine->files->dir, engine->config());
@@ -308,6 +315,7 @@ void register_chat(CLI::App& app, CommandResult& result) {
   cmd->add_option("--seed", args->seed, "random seed for sampling");
   add_backend_options(cmd, args->backend);
   add_weight_options(cmd, args->prefault, args->weights);
+  add_stage_options(cmd, args->stages);
   cmd->add_option("--prompt-file", args->prompt_file,
                   "the first user turn from a file ('-': all of standard input, then the chat ends)");
   cmd->add_option("--prefill-chunk", args->prefill_chunk, "prompt tokens per prefill pass (bounds memory)")

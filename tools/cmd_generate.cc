@@ -16,6 +16,7 @@
 #include "progress_meter.h"
 #include "engine/engine.h"
 #include "speculative/speculative_decoder.h"
+#include "stage_args.h"
 #include "token_args.h"
 
 namespace dsv4::cli {
@@ -42,6 +43,7 @@ struct GenerateArgs {
   int64_t max_context = 0;  // 0: the model's maximum position
   BackendOptions backend;
   GrammarArgs grammar;  // --json-schema / --grammar
+  StageArgs stages;     // --stages, --stage-layers
 };
 
 int run_generate(const GenerateArgs& a) {
@@ -50,9 +52,12 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(!constrained || !a.ignore_eos, "--ignore-eos cannot be combined with --json-schema / --grammar: the "
                                             "output ends where the grammar is complete");
   ProgressMeter meter(a.quiet);
-  auto engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .argmax_head = !a.full_head, .prefault = a.prefault,
-                                      .weights = a.weights, .progress = meter.opening()});
+  EngineOptions eo{.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
+                   .draft_head = a.draft_head, .argmax_head = !a.full_head, .prefault = a.prefault,
+                   .weights = a.weights, .progress = meter.opening()};
+  const std::unique_ptr<StagedRun> staged = StagedRun::start(a.stages, a.model, eo);
+  if (staged && staged->worker()) return staged->serve(a.model, eo);
+  auto engine = Engine::open(a.model, eo);
   print_open_notes(*engine);
   const ModelConfig& c = engine->config();
   const DraftLength draft = effective_draft(*engine, a.draft, "generate");
@@ -120,6 +125,7 @@ int run_generate(const GenerateArgs& a) {
     }
     const ArgmaxHeadCounts& bounded = engine->target->argmax_head_counts();
     j["bounded_head"] = {{"rows", bounded.rows}, {"candidates", bounded.candidates}, {"fallbacks", bounded.fallbacks}};
+    if (staged) j["stages"] = staged->stop();
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -171,6 +177,7 @@ void register_generate(CLI::App& app, CommandResult& result) {
   cmd->add_flag("--quiet", args->quiet, "no progress lines (drawn only on a terminal: opening the checkpoint, the prefill)");
   cmd->add_flag("--json", args->json, "print one JSON object with tokens, speeds and drafting statistics");
   add_grammar_options(cmd, args->grammar);
+  add_stage_options(cmd, args->stages);
   cmd->callback([args, &result, ids, text, text_file, ids_file] {
     if (ids->count() + text->count() + text_file->count() + ids_file->count() == 0)
       throw CLI::RequiredError("--prompt-tokens, --prompt-tokens-file, --prompt or --prompt-file");

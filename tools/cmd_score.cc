@@ -10,6 +10,7 @@
 #include "engine/dspark_trace.h"
 #include "engine/engine.h"
 #include "tensor_file.h"
+#include "stage_args.h"
 #include "token_args.h"
 
 namespace dsv4::cli {
@@ -22,6 +23,7 @@ struct ScoreArgs {
   std::string model, tokens, tokens_file, out, dump;
   int64_t prompt_len = 1;
   BackendOptions backend;
+  StageArgs stages;  // --stages: the same logits from a pipeline of processes
 };
 
 double log_softmax_at(const float* logits, int64_t V, int32_t token) {
@@ -88,7 +90,12 @@ int score_dspark(Engine& engine, const std::vector<int32_t>& tokens, int64_t P, 
 }
 
 int run_score(const ScoreArgs& a) {
-  auto engine = Engine::open(a.model, {.backend = a.backend, .prefault = a.prefault, .weights = a.weights});
+  DSV4_CHECK(a.stages.stages <= 1 || a.dump.empty(), "score: --dump-intermediates traces one process's layers; "
+             "drop --stages");
+  EngineOptions eo{.backend = a.backend, .prefault = a.prefault, .weights = a.weights};
+  const std::unique_ptr<StagedRun> staged = StagedRun::start(a.stages, a.model, eo);
+  if (staged && staged->worker()) return staged->serve(a.model, eo);
+  auto engine = Engine::open(a.model, eo);
   const ModelConfig& c = engine->config();
   std::vector<int32_t> tokens = a.tokens_file.empty() ? parse_token_list(a.tokens) : read_token_file(a.tokens_file);
   const int64_t T = int64_t(tokens.size()), P = a.prompt_len, V = c.vocab_size, W = c.hc_mult * c.hidden_size;
@@ -182,6 +189,7 @@ void register_score(CLI::App& app, CommandResult& result) {
                   "write the named intermediates of the prefill and the first decode call to this .safetensors");
   add_backend_options(cmd, args->backend);
   add_weight_options(cmd, args->prefault, args->weights);
+  add_stage_options(cmd, args->stages);
   cmd->callback([args, &result, tok, file] {
     if (tok->count() == 0 && file->count() == 0) throw CLI::RequiredError("--tokens or --tokens-file");
     result.exit_code = run_score(*args);

@@ -20,6 +20,7 @@
 #include "server/http_server.h"
 #include "server/scheduler.h"
 #include "speculative/context_limit.h"
+#include "stage_args.h"
 
 namespace dsv4::cli {
 
@@ -39,6 +40,7 @@ struct ServeArgs {
   std::string kv_cache_dir;
   int64_t kv_cache_disk_max = int64_t(32) << 30, kv_cache_min_tokens = 1024;
   BackendOptions backend;
+  StageArgs stages;  // --stages, --stage-layers
 };
 
 // The prefix cache's bytes by default: half of what is available once the weights are in and the
@@ -75,9 +77,20 @@ int run_serve(const ServeArgs& a) {
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive");
   DSV4_CHECK(a.kv_cache_dir.empty() || !a.no_prefix_cache, "--kv-cache-dir needs the prefix cache (drop --no-prefix-cache)");
   DSV4_CHECK(a.kv_cache_min_tokens >= 1, "--kv-cache-min-tokens must be at least 1");
+  DSV4_CHECK(a.stages.stages <= 1 || a.kv_cache_dir.empty(), "--kv-cache-dir keeps sequence states on one "
+             "process's disk; with --stages each stage holds its own layers' caches: drop one of them");
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not the end of the server
   const sigset_t signals = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // (before MPI starts its threads: they inherit it)
+  EngineOptions eo{.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
+                   .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights};
+  // (Every rank starts the pipeline before rank 0 takes the port: the other ranks serve no HTTP,
+  // and end when mpirun passes them the signal that stops rank 0.)
+  const std::unique_ptr<StagedRun> staged = StagedRun::start(a.stages, a.model, eo);
+  if (staged && staged->worker()) {
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    return staged->serve(a.model, eo);
+  }
 
   server::ServerMetrics metrics;
   server::HttpOptions http;
@@ -108,9 +121,8 @@ int run_serve(const ServeArgs& a) {
   std::unique_ptr<server::Scheduler> scheduler;
   try {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));  // (test aid)
-    engine = Engine::open(a.model, {.backend = a.backend, .load_mtp = a.draft.automatic || a.draft.tokens > 0, .mtp_vocab = a.mtp_vocab,
-                                      .draft_head = a.draft_head, .prefault = a.prefault, .weights = a.weights,
-                                      .progress = meter.opening()});
+    eo.progress = meter.opening();
+    engine = Engine::open(a.model, eo);
     print_open_notes(*engine);
     const DraftLength draft = effective_draft(*engine, a.draft, "serve");
     tok = std::make_unique<text::Tokenizer>(load_model_tokenizer(engine->files->dir, engine->config()));
@@ -148,9 +160,20 @@ int run_serve(const ServeArgs& a) {
     server.stop();
   }
   listener.join();
+  const bool signalled = stopper_done;
   if (!stopper_done) pthread_kill(stopper.native_handle(), SIGTERM);  // wakes it: the server stopped otherwise
   stopper.join();
   scheduler.reset();  // before the engine it uses
+  if (staged && signalled) {
+    staged->abandon();  // (a signal stopped the server: mpirun is ending the other stages)
+  } else if (staged) {
+    try {
+      staged->stop();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dsv4: error: stopping the pipeline stages: %s\n", e.what());
+      exit_code = 1;
+    }
+  }
   return exit_code;
 }
 
@@ -197,6 +220,7 @@ void register_serve(CLI::App& app, CommandResult& result) {
   cmd->add_option("--load-delay-ms", args->load_delay_ms)->group("");  // test aid: a slow load, to see /health 503
   add_backend_options(cmd, args->backend);
   add_weight_options(cmd, args->prefault, args->weights);
+  add_stage_options(cmd, args->stages);
   cmd->callback([args, &result] { result.exit_code = run_serve(*args); });
 }
 

@@ -49,6 +49,9 @@ SequenceCache& CacheMirror::get(int64_t id) const {
   return *it->second;
 }
 
+CacheMirror::CacheMirror(Factory make) : make_(std::move(make)) {}
+CacheMirror::~CacheMirror() = default;
+
 void CacheMirror::apply(std::span<const CacheOp> ops) {
   for (const CacheOp& op : ops) {
     switch (op.kind) {

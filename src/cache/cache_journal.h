@@ -51,7 +51,8 @@ class CacheJournal {
 class CacheMirror {
  public:
   using Factory = std::function<std::unique_ptr<SequenceCache>()>;
-  explicit CacheMirror(Factory make) : make_(std::move(make)) {}
+  explicit CacheMirror(Factory make);
+  ~CacheMirror();
   void apply(std::span<const CacheOp> ops);  // throws naming an operation on an unknown sequence
   SequenceCache& get(int64_t id) const;      // throws when there is none
   size_t size() const { return caches_.size(); }

@@ -1,6 +1,7 @@
 // Transformer::forward across pipeline stages (model/stage_link.h): stage 0's side, which splits a
 // pass into micro-batches and runs the head, and a later stage's part of each micro-batch.
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 #include "model/transformer.h"
@@ -51,10 +52,15 @@ void Transformer::forward_staged(std::span<const Request> requests, Output& out)
   const int64_t local_end = link_->first_layer(1);
   std::vector<MicroBatch> batches = micro_batches(requests, link_->stages());
   const int64_t pass = ++staged_passes_;
+  StageStats& stats = link_->stats();
+  auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   // Stage 0's layers for each micro-batch, sent on as soon as they are done.
   for (size_t b = 0; b < batches.size(); ++b) {
     MicroBatch& mb = batches[b];
     const std::span<const Request> part = requests.subspan(mb.first, mb.count);
+    const auto t0 = std::chrono::steady_clock::now();
     workspace_.reset();
     Pass p{backend_, workspace_};
     begin_pass(p, part, mb.rows_begin, mb.logits_begin, mb.logit_rows, mb.kept);
@@ -80,6 +86,9 @@ void Transformer::forward_staged(std::span<const Request> requests, Output& out)
         if (k > 0) p.be.to_host(tapped[size_t(t)], m.taps.data() + t * k * D);
     }
     p.commit_sequences();
+    ++stats.passes;
+    stats.rows += n;
+    stats.compute_seconds += since(t0);
     link_->send_next(std::move(m));
   }
   // The last stage's output for each, in order: the kept rows' final streams and every tap.
@@ -112,6 +121,7 @@ void Transformer::forward_staged(std::span<const Request> requests, Output& out)
     K += k;
   }
   last_block_rows_ += K;
+  const auto t0 = std::chrono::steady_clock::now();
   workspace_.reset();
   Pass p{backend_, workspace_};
   Tensor x = p.alloc({K, hc, D});
@@ -122,6 +132,7 @@ void Transformer::forward_staged(std::span<const Request> requests, Output& out)
     if (K > 0) p.be.from_host(tapped.back(), tap_parts[size_t(t)].data());
   }
   finish_pass(p, requests, x, logit_rows, tapped, out);
+  stats.compute_seconds += since(t0);
 }
 
 void Transformer::forward_stage(StageMessage& m, const StageHeader& h, const CacheMirror& mirror) {
