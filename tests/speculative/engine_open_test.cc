@@ -35,7 +35,11 @@ TEST(EngineOpen, PrefaultMapsEveryPageOfEveryShard) {
   auto engine = Engine::open(test::tiny_a_dir(), {.backend = test::test_backend(), .weights = WeightPlacement::Mapped});
   ASSERT_GE(engine->files->store.files().size(), 2u) << "tiny-a is sharded";
   const Mapped m = mapped_weights(*engine);
-  EXPECT_EQ(m.resident, m.pages_bytes);
+  // Every page was mapped; the kernel may since have reclaimed a few clean ones when the machine is
+  // short of memory (tests run side by side), so a page in a hundred may be gone. Without prefault
+  // fewer than half are mapped (below): the two cases stay far apart.
+  EXPECT_LE(m.resident, m.pages_bytes);
+  EXPECT_GE(m.resident, m.pages_bytes - m.pages_bytes / 100);
 }
 
 TEST(EngineOpen, WithoutPrefaultPagesAreMappedOnFirstUse) {
