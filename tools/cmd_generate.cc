@@ -72,10 +72,21 @@ int run_generate(const GenerateArgs& a) {
   DSV4_CHECK(a.prefill_chunk > 0, "--prefill-chunk must be positive, got ", a.prefill_chunk);
   const int64_t sequences = std::max<int64_t>(1, int64_t(a.prompt_tokens.size()) + !a.prompt_tokens_file.empty());
   const ContextLimit limit = ContextLimit::check(c, a.max_context, sequences, a.prefill_chunk);
-  if (!a.prompt.empty()) return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit, constrained, &meter);
+  // The --json facts beyond the decoding's own (stopping the stages collects theirs).
+  const auto report = [&](nlohmann::json& j) {
+    if (draft.tokens > 0) {
+      j["drafter"] = engine->drafter_name();
+      if (engine->mtp) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
+    }
+    const ArgmaxHeadCounts& bounded = engine->target->argmax_head_counts();
+    j["bounded_head"] = {{"rows", bounded.rows}, {"candidates", bounded.candidates}, {"fallbacks", bounded.fallbacks}};
+    if (staged) j["stages"] = staged->stop();
+  };
+  if (!a.prompt.empty())
+    return generate_text(*engine, a.prompt, o, a.json, a.prefill_chunk, &limit, constrained, &meter, report);
   if (!a.prompt_file.empty())
     return generate_text(*engine, read_text_file(a.prompt_file), o, a.json, a.prefill_chunk, &limit, constrained,
-                         &meter);
+                         &meter, report);
 
   std::vector<std::vector<int32_t>> prompts;
   for (auto& p : a.prompt_tokens) {
@@ -119,13 +130,7 @@ int run_generate(const GenerateArgs& a) {
     if (mask) add_mask_metrics(j, *mask);
     add_metrics(j, m, draft, decoder.scheduler());
     j["backend"] = engine->backend->name();
-    if (draft.tokens > 0) {
-      j["drafter"] = engine->drafter_name();
-      if (engine->mtp) j["draft_head"] = draft_head_format_name(engine->draft_head_format());
-    }
-    const ArgmaxHeadCounts& bounded = engine->target->argmax_head_counts();
-    j["bounded_head"] = {{"rows", bounded.rows}, {"candidates", bounded.candidates}, {"fallbacks", bounded.fallbacks}};
-    if (staged) j["stages"] = staged->stop();
+    report(j);
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

@@ -18,7 +18,7 @@ void warn_incomplete(const OutputGrammar& grammar) {
 
 int generate_text(Engine& engine, const std::string& prompt, const GenerateOptions& options, bool json,
                   int64_t prefill_chunk, const ContextLimit* limit, const OutputGrammar* grammar,
-                  ProgressMeter* meter) {
+                  ProgressMeter* meter, const std::function<void(nlohmann::json&)>& report) {
   const text::Tokenizer tok = load_model_tokenizer(engine.files->dir, engine.config());
   const std::vector<int32_t> ids = tok.encode(prompt, /*add_bos=*/true);
   GenerateOptions o = options;
@@ -65,6 +65,7 @@ int generate_text(Engine& engine, const std::string& prompt, const GenerateOptio
     j["tokens"] = outputs[0].tokens;
     add_metrics(j, m, {o.draft_tokens, o.draft_auto}, decoder.scheduler());
     j["backend"] = engine.backend->name();
+    if (report) report(j);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }

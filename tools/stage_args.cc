@@ -54,14 +54,22 @@ std::unique_ptr<StagedRun> StagedRun::start(const StageArgs& args, const std::st
   MpiSession& session = *run->session_;
   DSV4_CHECK(session.size() == args.stages, "--stages ", args.stages, " but mpirun started ", session.size(),
              " ranks (mpirun -np ", args.stages, ")");
-  StagePlan plan;
-  if (session.rank() == 0) {
-    const auto files = ModelFiles::open(model);
-    plan.first_layers = plan_stage_layers(*files, args.stages, args.layers);
-    plan.max_rollback = options.max_rollback;
-    plan.drafter = options.load_mtp;
+  try {
+    run->link_ = std::make_unique<MpiStageLink>(session, model, [&] {
+      StagePlan plan;
+      const auto files = ModelFiles::open(model);
+      plan.first_layers = plan_stage_layers(*files, args.stages, args.layers);
+      plan.max_rollback = options.max_rollback;
+      plan.drafter = options.load_mtp;
+      return plan;
+    });
+  } catch (const std::exception&) {
+    if (session.rank() == 0) throw;
+    // (Every rank has the same failures: rank 0 reports them; the others end quietly.)
+    run.reset();
+    std::_Exit(1);
   }
-  run->link_ = std::make_unique<MpiStageLink>(session, model, plan);
+  const StagePlan& plan = run->link_->plan();
   options.stage_link = run->link_.get();
   options.max_rollback = plan.max_rollback;
   options.load_mtp = plan.drafter;

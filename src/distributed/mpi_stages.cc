@@ -122,6 +122,8 @@ void MpiSession::abort(int code) const {
 // ---- the plan
 
 uint64_t checkpoint_fingerprint(const std::filesystem::path& dir) {
+  DSV4_CHECK(std::filesystem::is_regular_file(dir / "config.json"), dir.string(), ": no checkpoint there (no ",
+             "config.json); every machine needs the checkpoint at the path --model names");
   uint64_t h = 14695981039346656037ull;
   h = hash_file(h, dir / "config.json");
   if (std::filesystem::exists(dir / "model.safetensors.index.json")) h = hash_file(h, dir / "model.safetensors.index.json");
@@ -160,23 +162,44 @@ struct MpiStageLink::Pending {
 #endif
 };
 
-MpiStageLink::MpiStageLink(MpiSession& session, const std::filesystem::path& model, StagePlan& plan)
+MpiStageLink::MpiStageLink(MpiSession& session, const std::filesystem::path& model,
+                           const std::function<StagePlan()>& make_plan)
     : session_(session) {
 #ifdef DSV4_HAVE_MPI
   const int n = session.size(), rank = session.rank();
+  // This rank's part (rank 0: the plan too), its failure kept to be told to all.
+  StagePlan plan;
+  uint64_t mine = 0;
+  std::string failure;
+  try {
+    if (rank == 0) plan = make_plan();
+    mine = checkpoint_fingerprint(model);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  constexpr int kText = 512;
+  auto gather = [&](std::string text) {
+    text.resize(kText - 1, '\0');
+    std::vector<char> all(size_t(n) * kText);
+    check(MPI_Allgather(text.c_str(), kText, MPI_CHAR, all.data(), kText, MPI_CHAR, MPI_COMM_WORLD), "allgather");
+    std::vector<std::string> texts;
+    for (int r = 0; r < n; ++r) texts.emplace_back(all.data() + size_t(r) * kText);
+    return texts;
+  };
+  const std::vector<std::string> where = gather(cat(model.string(), " on ", session.host()));
+  const std::vector<std::string> failures = gather(failure);
+  std::string failed;
+  for (int r = 0; r < n; ++r)
+    if (!failures[size_t(r)].empty())
+      failed += cat(failed.empty() ? "" : "; ", n > 1 && r > 0 ? cat("rank ", r, " (", where[size_t(r)], "): ") : "",
+                    failures[size_t(r)]);
+  if (!failed.empty()) throw Error(failed);
   // Every rank's checkpoint, compared with rank 0's.
-  const uint64_t mine = checkpoint_fingerprint(model);
   std::vector<uint64_t> prints(static_cast<size_t>(n));
   check(MPI_Allgather(&mine, 1, MPI_UINT64_T, prints.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "allgather");
-  constexpr int kText = 512;
-  std::string where = cat(model.string(), " on ", session.host());
-  where.resize(kText - 1, '\0');
-  std::vector<char> all(size_t(n) * kText);
-  check(MPI_Allgather(where.c_str(), kText, MPI_CHAR, all.data(), kText, MPI_CHAR, MPI_COMM_WORLD), "allgather");
-  auto text = [&](int r) { return std::string(all.data() + size_t(r) * kText); };
   for (int r = 1; r < n; ++r)
-    DSV4_CHECK(prints[size_t(r)] == prints[0], "pipeline stages: rank ", r, " opened ", text(r),
-               ", which is not the checkpoint rank 0 opened (", text(0), "): their config.json, index, shard "
+    DSV4_CHECK(prints[size_t(r)] == prints[0], "pipeline stages: rank ", r, " opened ", where[size_t(r)],
+               ", which is not the checkpoint rank 0 opened (", where[0], "): their config.json, index, shard "
                "headers or sampled weights differ; every rank must open the same checkpoint");
   // Rank 0's plan to all.
   std::vector<int64_t> words;
@@ -198,7 +221,7 @@ MpiStageLink::MpiStageLink(MpiSession& session, const std::filesystem::path& mod
   plan_ = plan;
 #else
   (void)model;
-  (void)plan;
+  (void)make_plan;
   throw Error("pipeline stages: this dsv4 was built without MPI");
 #endif
 }

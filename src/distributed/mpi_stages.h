@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,10 +60,11 @@ uint64_t checkpoint_fingerprint(const std::filesystem::path& dir);
 
 class MpiStageLink final : public StageLink {
  public:
-  // Every rank calls this together: the checkpoints' fingerprints are compared (a rank with a
-  // different checkpoint is refused, naming both), and rank 0's plan goes to all (`plan` is
-  // rank 0's in, every rank's out).
-  MpiStageLink(MpiSession& session, const std::filesystem::path& model, StagePlan& plan);
+  // Every rank calls this together: rank 0 makes the plan (make_plan), every rank fingerprints its
+  // checkpoint, and all learn together whether any of that failed (then every rank throws the
+  // failures, each naming its rank and host: no rank is left waiting on one that gave up); a rank
+  // with a different checkpoint is refused, naming both; rank 0's plan goes to all (plan()).
+  MpiStageLink(MpiSession& session, const std::filesystem::path& model, const std::function<StagePlan()>& make_plan);
   ~MpiStageLink() override;
 
   int stages() const override { return session_.size(); }
