@@ -195,6 +195,28 @@ std::string dspark_line(const DSparkSummary& d) {
              d.markov_rank, ", noise token ", d.noise_token_id);
 }
 
+// Which published model the dimensions are (hidden size and heads tell V4-Flash from V4-Pro),
+// and how far a checkpoint made to fit a test machine is shrunk from it.
+std::string model_line(const ModelConfig& c) {
+  struct Published {
+    const char* name;
+    int64_t hidden, heads, layers, experts, vocab;
+  };
+  static constexpr Published kModels[] = {{"DeepSeek-V4-Flash", 4096, 64, 43, 256, 129280},
+                                          {"DeepSeek-V4-Pro", 7168, 128, 61, 384, 129280}};
+  for (const Published& m : kModels) {
+    if (c.hidden_size != m.hidden || c.num_attention_heads != m.heads) continue;
+    std::string shrunk;
+    if (c.num_hidden_layers != m.layers) shrunk += cat(", ", c.num_hidden_layers, " of its ", m.layers, " layers");
+    if (c.n_routed_experts != m.experts) shrunk += cat(", ", c.n_routed_experts, " of its ", m.experts, " experts");
+    if (c.vocab_size != m.vocab) shrunk += cat(", vocabulary ", c.vocab_size, " (its ", m.vocab, ")");
+    return cat("model: ", m.name, "'s dimensions", shrunk);
+  }
+  const bool pro_pattern = !c.compress_ratios.empty() && c.compress_ratios[0] == 128;
+  return cat("model: other dimensions (", pro_pattern ? "V4-Pro's layer pattern: no window-only layer" :
+                                                       "V4-Flash's layer pattern", ")");
+}
+
 }  // namespace
 
 std::string format_report(const InspectReport& r) {
@@ -211,6 +233,7 @@ std::string format_report(const InspectReport& r) {
            r.parameters, " parameters (packed 4-bit values counted singly, scales excluded)"));
   const std::string drafter = c.has_dspark() ? cat(c.num_drafter_layers(), " DSpark stages")
                                              : cat(c.num_nextn_predict_layers, " MTP");
+  line(model_line(c));
   line(cat("config: vocab ", c.vocab_size, ", hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers + ",
            drafter, ", ", c.num_attention_heads, " heads x ", c.head_dim, ", ",
            c.n_routed_experts, " experts (", c.num_experts_per_tok, " per token), hc ", c.hc_mult));

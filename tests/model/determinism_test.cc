@@ -60,11 +60,12 @@ struct Case {
   std::vector<std::string> set;   // config overrides for make-checkpoint (empty: the golden tiny-a)
   std::vector<int64_t> ratios;
   int64_t tokens = 160;
+  std::string preset = "tiny";    // make-checkpoint's preset
 };
 
 std::filesystem::path checkpoint_for(const Case& c) {
-  if (c.set.empty() && c.ratios.empty()) return test::tiny_a_dir();
-  return test::generated_checkpoint("determinism-" + c.name, "tiny", 7, c.set, c.ratios);
+  if (c.preset == "tiny" && c.set.empty() && c.ratios.empty()) return test::tiny_a_dir();
+  return test::generated_checkpoint("determinism-" + c.name, c.preset, 7, c.set, c.ratios);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -223,7 +224,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"window8_heads8", {"sliding_window=8", "num_attention_heads=8", "o_groups=4"}, {4, 128, 0}, 150},
                       Case{"experts16_top4", {"n_routed_experts=16", "num_experts_per_tok=4", "num_hash_layers=0",
                                               "index_topk=3", "sliding_window=12"}, {128, 4, 4}, 140},
-                      Case{"ratio0_only_hc2", {"hc_mult=2", "sliding_window=5"}, {0, 0}, 100}),
+                      Case{"ratio0_only_hc2", {"hc_mult=2", "sliding_window=5"}, {0, 0}, 100},
+                      // V4-Pro's pattern: ratio-128 hash-routed first layers, no window-only layer
+                      Case{"tiny_pro", {}, {}, 300, "tiny-pro"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
