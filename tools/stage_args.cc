@@ -118,6 +118,7 @@ nlohmann::json StagedRun::stop() {
                  {"send_s", st.send_seconds},
                  {"bytes_sent", st.bytes_sent},
                  {"messages_sent", st.messages_sent}});
+    if (s == 0) j.back()["split_passes"] = st.split_passes;
   }
   return j;
 }

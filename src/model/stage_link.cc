@@ -76,7 +76,7 @@ StageHeader decode_stage_header(std::span<const int64_t> w) {
 void StageStats::append_to(std::vector<int64_t>& w) const {
   auto micros = [](double s) { return int64_t(s * 1e6); };
   w.insert(w.end(), {passes, rows, micros(compute_seconds), micros(wait_seconds), micros(send_seconds), bytes_sent,
-                     messages_sent});
+                     messages_sent, split_passes});
 }
 
 StageStats StageStats::read(std::span<const int64_t> w) {
@@ -89,6 +89,7 @@ StageStats StageStats::read(std::span<const int64_t> w) {
   s.send_seconds = double(w[4]) * 1e-6;
   s.bytes_sent = w[5];
   s.messages_sent = w[6];
+  s.split_passes = w[7];
   return s;
 }
 

@@ -51,7 +51,8 @@ struct StageStats {
   int64_t passes = 0, rows = 0;
   double compute_seconds = 0, wait_seconds = 0, send_seconds = 0;
   int64_t bytes_sent = 0, messages_sent = 0;
-  static constexpr size_t kWords = 7;
+  int64_t split_passes = 0;  // stage 0: passes cut into more than one micro-batch
+  static constexpr size_t kWords = 8;
   void append_to(std::vector<int64_t>& words) const;
   static StageStats read(std::span<const int64_t> words);
 };
