@@ -37,11 +37,11 @@ std::vector<MicroBatch> micro_batches(std::span<const Transformer::Request> requ
     const size_t left = requests.size() - i - 1, batches_left = m - out.size() - 1;
     // Cut after request i where its share is reached, or where every later request needs a batch.
     if (out.size() + 1 < m && (seen * int64_t(m) >= rows * int64_t(out.size() + 1) || left == batches_left)) {
-      out.push_back({first, i + 1 - first});
+      out.push_back(MicroBatch{.first = first, .count = i + 1 - first});
       first = i + 1;
     }
   }
-  out.push_back({first, requests.size() - first});
+  out.push_back(MicroBatch{.first = first, .count = requests.size() - first});
   return out;
 }
 
