@@ -30,6 +30,11 @@ std::vector<MicroBatch> micro_batches(std::span<const Transformer::Request> requ
   const size_t m = size_t(std::clamp<int64_t>(rows / kMinRowsPerMicroBatch, 1,
                                               std::min<int64_t>(int64_t(requests.size()), std::max(stages, 1))));
   std::vector<MicroBatch> out;
+  auto cut = [&](size_t first, size_t count) {
+    out.emplace_back();
+    out.back().first = first;
+    out.back().count = count;
+  };
   int64_t seen = 0;
   size_t first = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -37,11 +42,11 @@ std::vector<MicroBatch> micro_batches(std::span<const Transformer::Request> requ
     const size_t left = requests.size() - i - 1, batches_left = m - out.size() - 1;
     // Cut after request i where its share is reached, or where every later request needs a batch.
     if (out.size() + 1 < m && (seen * int64_t(m) >= rows * int64_t(out.size() + 1) || left == batches_left)) {
-      out.push_back(MicroBatch{.first = first, .count = i + 1 - first});
+      cut(first, i + 1 - first);
       first = i + 1;
     }
   }
-  out.push_back(MicroBatch{.first = first, .count = requests.size() - first});
+  cut(first, requests.size() - first);
   return out;
 }
 
