@@ -6,7 +6,7 @@ namespace dsv4 {
 
 namespace {
 constexpr int64_t kMagic = 0x44535634;  // "DSV4"
-enum Flag : int64_t { AllLogits = 1, NoLogits = 2, Prompt = 4, Streams = 8 };
+constexpr int64_t AllLogits = 1, NoLogits = 2, Prompt = 4, Streams = 8;  // a request's flags
 }  // namespace
 
 std::vector<int64_t> encode_stage_header(const StageHeader& h) {

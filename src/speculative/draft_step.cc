@@ -90,9 +90,9 @@ void SpeculativeDecoder::draft(std::span<Sequence* const> running, std::vector<D
 bool SpeculativeDecoder::starts_drafter_late(const Sequence& s, int64_t batch) const {
   const GenerateOptions& o = s.options;
   if (!o.draft_auto || !proposer_ || proposer_->window() <= 0 || !scheduler_ || scheduler_->calibrating()) return false;
-  const double row = scheduler_->prompt_row_seconds();
-  if (!(row > 0)) return false;
   const int64_t W = proposer_->window(), P = int64_t(s.prompt.size());
+  const double row = scheduler_->prompt_row_seconds(std::min(P, prefill_chunk_));
+  if (!(row > 0)) return false;
   const double window_cost = double(std::min(P, W) - 1) * row / double(target_.config().num_hidden_layers);
   const int64_t sharing = std::max<int64_t>({batch, std::llround(scheduler_->typical_batch()), 1});
   const int64_t tokens = std::min(W, o.max_new_tokens) - 1;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdlib>
 #include <cmath>
 #include <numeric>
 
@@ -162,7 +164,19 @@ double VerifyScheduler::catch_up_row_seconds() const {
 }
 
 void VerifyScheduler::record_prompt_pass(int64_t rows, double seconds) {
-  if (!frozen_ && rows > 0) prompt_row_.record(1, seconds / double(rows));
+  if (!frozen_ && rows > 0) prompt_row_.record(std::bit_width(uint64_t(rows)), seconds / double(rows));
+}
+
+double VerifyScheduler::prompt_row_seconds(int64_t rows) const {
+  const int64_t size = std::bit_width(uint64_t(std::max<int64_t>(rows, 1)));
+  double best = 0;
+  int64_t distance = 0;
+  for (const auto& [measured, seconds] : prompt_row_.points())
+    if (best == 0 || std::abs(measured - size) < distance) {
+      best = seconds;
+      distance = std::abs(measured - size);
+    }
+  return best;
 }
 
 void VerifyScheduler::record_batch(int64_t sequences) {

@@ -121,9 +121,13 @@ class VerifyScheduler {
   // A sequence's verification: into its history and the process's; `survival`, the proposer's
   // predictions for the verified drafts (may be empty), into the calibration.
   void record_step(AcceptanceHistory& sequence, int drafted, int accepted, std::span<const float> survival = {});
-  // A pass of prompt rows alone (a prefill step): the seconds of one prompt row through the target.
+  // A pass of prompt rows alone (a prefill step): the seconds of one prompt row through the target,
+  // kept by the pass's size (powers of two): a row of a 2-token prompt reads the weights for two
+  // rows and costs several times a row of a 160-token one, and one estimate for both made a
+  // long prompt's window look three times dearer than it is after a few short prompts.
   void record_prompt_pass(int64_t rows, double seconds);
-  double prompt_row_seconds() const { return prompt_row_.at(1); }  // 0 until measured
+  // Per row, in a prompt pass of about `rows` rows (the nearest size measured); 0 until measured.
+  double prompt_row_seconds(int64_t rows) const;
   // The sequences of a decode pass: their recent mean is the batch a new sequence will likely share
   // (one that arrives first and alone is usually joined by others).
   void record_batch(int64_t sequences);
@@ -174,7 +178,7 @@ class VerifyScheduler {
   double step_seconds(int64_t rows, double draft) const { return draft + pass_.hopeful(rows) + overhead_; }
 
   Options options_;
-  CostCurve pass_, draft_, prompt_row_;  // (prompt_row_: per row, at count 1)
+  CostCurve pass_, draft_, prompt_row_;  // (prompt_row_: per row, at bit_width(rows))
   struct CatchUp {
     int64_t rows, sequences;
     int depth;

@@ -419,9 +419,9 @@ TEST(VerifyScheduler, DraftsOneWhereOnlyTheOptimisticBoundPays) {
 // its rows, a draft depth of 1 ms; every cost measured once, so taken 5% cheaper (CostCurve::hopeful).
 TEST(VerifyScheduler, SecondsSavedPerTokenInClosedForm) {
   VerifyScheduler s = measured(Cost::PerDraft, 4, [](int64_t) { return 0.010; }, [](int64_t) { return 0.001; });
-  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(), 0.0);
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(4), 0.0);
   s.record_prompt_pass(4, 0.2);
-  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(), 0.05);
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(4), 0.05);
   AcceptanceHistory sure;
   for (int i = 0; i < 300; ++i) s.record_step(sure, 4, 4);
   const double h = 0.95;
@@ -433,6 +433,20 @@ TEST(VerifyScheduler, SecondsSavedPerTokenInClosedForm) {
   AcceptanceHistory none;
   for (int i = 0; i < 300; ++i) never.record_step(none, 4, 0);
   EXPECT_EQ(never.seconds_saved_per_token(1), 0.0);
+}
+
+// A prompt row's cost by the size of its pass: short prompts (a row reads the weights for a few
+// rows) do not make a long prompt's rows look dear (the late-drafter decision prices a window by them).
+TEST(VerifyScheduler, PromptRowsAreKeptApartByPassSize) {
+  VerifyScheduler s(VerifyScheduler::Options{});
+  s.record_prompt_pass(2, 0.060);     // 30 ms a row
+  s.record_prompt_pass(160, 1.200);   // 7.5 ms a row
+  s.record_prompt_pass(2, 0.062);
+  s.record_prompt_pass(3, 0.093);
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(160), 0.0075);
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(128), 0.0075) << "the same power of two";
+  EXPECT_DOUBLE_EQ(s.prompt_row_seconds(4096), 0.0075) << "the nearest size measured";
+  EXPECT_NEAR(s.prompt_row_seconds(2), 0.031, 1e-12) << "the median of the 2- and 3-row passes (30, 31, 31 ms)";
 }
 
 // A confidence head that says 0.5 for drafts that are always accepted (one trained on other text,
