@@ -389,7 +389,11 @@ void Scheduler::publish_metrics() {
   s.accepted_tokens = m.accepted;
   s.accepted_per_pos = m.accepted_at;
   s.verified_steps = m.verified_steps;
-  if (const VerifyScheduler* v = decoder_.scheduler()) s.expected_gain = v->expectation().gain();
+  if (const VerifyScheduler* v = decoder_.scheduler()) {
+    s.expected_gain = v->expectation().gain();
+    s.pass_seconds = v->pass_cost().points();
+    s.draft_seconds = v->draft_cost().points();
+  }
   s.prefix_cache_queries = prefix_queries_;
   s.prefix_cache_hits = prefix_hits_;
   s.prefix_cache_entries = int64_t(prefix_cache_.size());

@@ -147,6 +147,14 @@ std::string ServerMetrics::render(const std::string& model_name) const {
          double(s.verified_steps[k]));
   metric("dsv4:spec_decode_expected_gain", "gauge",
          "The verify scheduler's expected speed of the verify lengths it chose, over plain decoding's.", s.expected_gain);
+  header(out, "dsv4:spec_decode_pass_seconds", "gauge",
+         "The verify scheduler's cost model: a target pass of this many rows (recent median).");
+  for (const auto& [rows, seconds] : s.pass_seconds)
+    line(out, "dsv4:spec_decode_pass_seconds", m + ",rows=\"" + std::to_string(rows) + "\"", seconds);
+  header(out, "dsv4:spec_decode_draft_seconds", "gauge",
+         "The verify scheduler's cost model: a draft step of this depth (a DSpark block: drafted sequences).");
+  for (const auto& [count, seconds] : s.draft_seconds)
+    line(out, "dsv4:spec_decode_draft_seconds", m + ",count=\"" + std::to_string(count) + "\"", seconds);
   header(out, "vllm:time_to_first_token_seconds", "histogram", "Time from arrival to the first token.");
   ttft_.render(out, "vllm:time_to_first_token_seconds", m);
   header(out, "vllm:inter_token_latency_seconds", "histogram", "Time between generated tokens.");

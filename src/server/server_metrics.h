@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct MetricsSnapshot {
   std::vector<int64_t> accepted_per_pos;
   std::vector<int64_t> verified_steps;                     // [k]: sequence steps that verified k drafts
   double expected_gain = 1.0;                              // the verify scheduler's (auto), over plain
+  // The verify scheduler's cost model (auto): a target pass by rows, a draft by depth (or drafted
+  // sequences, for a drafter that drafts to any depth at once), as (count, seconds).
+  std::vector<std::pair<int64_t, double>> pass_seconds, draft_seconds;
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / reused
   int64_t prefix_cache_entries = 0, prefix_cache_bytes = 0;
   int64_t cache_bytes_running = 0;                         // held by running sequences (shared blocks in full)

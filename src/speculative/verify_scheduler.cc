@@ -382,6 +382,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
              limits.size(), " limits");
   ++steps_;
   probing_ = false;
+  explore_.assign(sequences.size(), 0);
   std::vector<int> ask(limits.begin(), limits.end());
   for (int& k : ask) k = std::clamp(k, 0, options_.max_drafts);
   if (calibrating()) {  // the longest verification once, then plain passes, until two sizes are known
@@ -434,6 +435,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
     return one_of(ask);
   }
   probe_interval_ = options_.probe_every;
+  if (!probing_) deeper(sequences, ask, n);
   // A block drafter drafts its whole block for the same cost (select() trims it with the drafts'
   // own survivals); a chain drafts as deep as the plan.
   if (options_.cost == DraftProposer::Cost::Once)
@@ -441,6 +443,26 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   else
     ask = n;
   return ask;
+}
+
+void VerifyScheduler::deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
+                             std::vector<int>& n) {
+  std::vector<std::vector<double>> cumulative(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    double c = 1.0;
+    for (int j = 0; j < ask[i]; ++j) {
+      c *= sequences[i]->optimistic_survival(size_t(j), &history_);
+      cumulative[i].push_back(c);
+    }
+  }
+  const std::vector<int> m = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  bool any = false;
+  for (size_t i = 0; i < n.size(); ++i)
+    if (n[i] > 0 && m[i] > n[i]) {
+      explore_[i] = ++n[i];
+      any = true;
+    }
+  uncertain_steps_ += any;
 }
 
 std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* const> sequences,
@@ -472,6 +494,10 @@ std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* cons
   // acceptance that had risen since drafting stopped paying was never seen).
   if (probing_)
     for (size_t i = 0; i < chosen.size(); ++i) chosen[i] = std::max(chosen[i], std::min(all[i], 1));
+  // So is a draft one position deeper than the mean says pays (plan(): deeper()).
+  if (explore_.size() == chosen.size())
+    for (size_t i = 0; i < chosen.size(); ++i)
+      chosen[i] = std::max(chosen[i], std::min(all[i], explore_[i]));
   // What the model expects of the choice, to set beside what verification finds (the report).
   for (size_t i = 0; i < chosen.size(); ++i) {
     if (chosen[i] == 0) continue;
