@@ -332,8 +332,9 @@ std::vector<int> VerifyScheduler::one_of(std::vector<int> ask) {
 
 // Would drafting pay at the optimistic end of each sequence's acceptance (optimistic_survival)?
 // Sets n to one draft for each sequence that would then draft.
-bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
-                                std::vector<int>& n) const {
+// Each sequence's cumulative survivals by their optimistic bounds, to the depth asked.
+std::vector<std::vector<double>> VerifyScheduler::optimistic_cumulative(std::span<const AcceptanceHistory* const> sequences,
+                                                                        std::span<const int> ask) const {
   std::vector<std::vector<double>> cumulative(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     double c = 1.0;
@@ -342,7 +343,12 @@ bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequen
       cumulative[i].push_back(c);
     }
   }
-  const std::vector<int> m = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  return cumulative;
+}
+
+bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
+                                std::vector<int>& n) const {
+  const std::vector<int> m = best(optimistic_cumulative(sequences, ask), /*sunk_draft=*/false, 0, 0);
   bool any = false;
   for (size_t i = 0; i < m.size(); ++i) {
     n[i] = m[i] > 0 ? 1 : 0;
@@ -447,15 +453,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
 
 void VerifyScheduler::deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                              std::vector<int>& n) {
-  std::vector<std::vector<double>> cumulative(sequences.size());
-  for (size_t i = 0; i < sequences.size(); ++i) {
-    double c = 1.0;
-    for (int j = 0; j < ask[i]; ++j) {
-      c *= sequences[i]->optimistic_survival(size_t(j), &history_);
-      cumulative[i].push_back(c);
-    }
-  }
-  const std::vector<int> m = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  const std::vector<int> m = best(optimistic_cumulative(sequences, ask), /*sunk_draft=*/false, 0, 0);
   bool any = false;
   for (size_t i = 0; i < n.size(); ++i)
     if (n[i] > 0 && m[i] > n[i]) {
