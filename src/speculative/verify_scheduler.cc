@@ -330,8 +330,6 @@ std::vector<int> VerifyScheduler::one_of(std::vector<int> ask) {
   return ask;
 }
 
-// Would drafting pay at the optimistic end of each sequence's acceptance (optimistic_survival)?
-// Sets n to one draft for each sequence that would then draft.
 // Each sequence's cumulative survivals by their optimistic bounds, to the depth asked.
 std::vector<std::vector<double>> VerifyScheduler::optimistic_cumulative(std::span<const AcceptanceHistory* const> sequences,
                                                                         std::span<const int> ask) const {
@@ -346,6 +344,8 @@ std::vector<std::vector<double>> VerifyScheduler::optimistic_cumulative(std::spa
   return cumulative;
 }
 
+// Would drafting pay at the optimistic end of each sequence's acceptance (optimistic_survival)?
+// Sets n to one draft for each sequence that would then draft.
 bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                                 std::vector<int>& n) const {
   const std::vector<int> m = best(optimistic_cumulative(sequences, ask), /*sunk_draft=*/false, 0, 0);

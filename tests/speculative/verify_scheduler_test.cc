@@ -415,6 +415,58 @@ TEST(VerifyScheduler, DraftsOneWhereOnlyTheOptimisticBoundPays) {
   EXPECT_EQ(t.uncertain_steps(), 0);
 }
 
+// Drafting pays at one draft, and the second position was tried once and failed (as after the
+// calibration): by the mean its survival is below break-even, by its optimistic bound above, so
+// the plan drafts one deeper and select() verifies it, where the mean alone would verify one
+// draft forever. Trials there close the bound: the same rate over many decodes one draft.
+// (Pass 10 ms + 2 ms a row, 1 ms a draft: with s1 ~ 0.9 the second draft pays from s2 ~ 0.5.)
+TEST(VerifyScheduler, VerifiesOneDeeperWhereOnlyTheOptimisticBoundPaysTheNextPosition) {
+  auto scheduler = [] {
+    return measured(Cost::PerDraft, 2, [](int64_t r) { return 0.010 + 0.002 * double(r - 1); },
+                    [](int64_t) { return 0.001; });
+  };
+  const int limit[] = {2};
+  // The rates of verifying 1 and 2 drafts, by the mean and by the optimistic survivals.
+  auto rates = [&](const VerifyScheduler& s, const AcceptanceHistory& h, bool optimistic) {
+    std::vector<std::vector<double>> c(1);
+    double cum = 1.0;
+    for (size_t j = 0; j < 2; ++j) {
+      cum *= optimistic ? h.optimistic_survival(j, &s.history()) : h.survival(j, &s.history());
+      c[0].push_back(cum);
+    }
+    const int one[] = {1}, two[] = {2};
+    return std::pair{s.expected_rate(c, one, 1, 1), s.expected_rate(c, two, 1, 2)};
+  };
+  VerifyScheduler s = scheduler();
+  AcceptanceHistory once;
+  for (int i = 0; i < 40; ++i) s.record_step(once, 1, i % 10 != 0);  // 36 of 40 at position 1
+  s.record_step(once, 2, 1);                                        // position 2: one failure
+  const auto [mean1, mean2] = rates(s, once, false);
+  const auto [hope1, hope2] = rates(s, once, true);
+  ASSERT_GT(mean1, mean2) << "by the mean, one draft pays best";
+  ASSERT_LT(hope1, hope2) << "by the optimistic bound, two";
+  const AcceptanceHistory* o[] = {&once};
+  EXPECT_EQ(s.plan(o, limit), std::vector<int>{2});
+  EXPECT_EQ(s.uncertain_steps(), 1);
+  Draft d;
+  d.tokens = {7, 8};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(o, ds), std::vector<int>{2}) << "the deeper draft is verified: it is there to measure";
+  // The same rates over many trials: the bound is at the mean, one draft, no exploration.
+  VerifyScheduler t = scheduler();
+  AcceptanceHistory many;
+  for (int i = 0; i < 300; ++i) t.record_step(many, 2, i % 3 == 0 ? 2 : 1);  // position 2: 1 of 3
+  for (int i = 0; i < 33; ++i) t.record_step(many, 1, 0);                     // position 1: 300 of 333
+  const auto [many_hope1, many_hope2] = rates(t, many, true);
+  ASSERT_GT(many_hope1, many_hope2);
+  const AcceptanceHistory* m[] = {&many};
+  EXPECT_EQ(t.plan(m, limit), std::vector<int>{1});
+  EXPECT_EQ(t.uncertain_steps(), 0);
+  const Draft* dm[] = {&d};
+  d.tokens = {7};
+  EXPECT_EQ(t.select(m, dm), std::vector<int>{1});
+}
+
 // What drafting saves a batch per token, in closed form: acceptance 1, a pass of 10 ms whatever
 // its rows, a draft depth of 1 ms; every cost measured once, so taken 5% cheaper (CostCurve::hopeful).
 TEST(VerifyScheduler, SecondsSavedPerTokenInClosedForm) {
