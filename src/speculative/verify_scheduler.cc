@@ -40,10 +40,18 @@ double AcceptanceHistory::survival(size_t j, const AcceptanceHistory* prior) con
   // a position nobody has verified yet gets verified (a chance of 1 until a draft there fails;
   // with an even chance, a sequence whose first drafts were all accepted still decoded plainly
   // for its first probe intervals: the deeper drafts that would have paid were never tried).
+  // A position the prior has never verified takes the rate of its deepest verified one (acceptance
+  // falls with depth): with a certain chance there, a drafter whose first drafts all failed looked
+  // as likely to pass 4 drafts as 1, and auto verified 4 again after the calibration (a 5-row pass
+  // where rows are dear: 10% of a short run on random weights).
   // This history is pulled toward it with the weight of two trials (a sequence's first steps
   // lean on the process's experience).
   double p0 = 1.0;
-  if (prior && j < prior->trials.size()) p0 = (double(prior->hits[j]) + 1.0) / (double(prior->trials[j]) + 1.0);
+  if (prior) {
+    size_t k = std::min(j + 1, prior->trials.size());
+    while (k > 0 && prior->trials[k - 1] == 0) --k;
+    if (k > 0) p0 = (double(prior->hits[k - 1]) + 1.0) / (double(prior->trials[k - 1]) + 1.0);
+  }
   constexpr double kWeight = 2.0;
   if (j >= trials.size()) return p0;
   return (double(hits[j]) + kWeight * p0) / (double(trials[j]) + kWeight);

@@ -132,8 +132,12 @@ void cached_equals_cold(Engine& engine, const std::vector<int>& drafts) {
         EXPECT_EQ(cached.reused, reused) << what;
         EXPECT_EQ(cached.metrics.prefill_rows, P - reused) << what << ": only the rest prefilled";
         EXPECT_EQ(cold.metrics.prefill_rows, P) << what;
-        if (reused >= 64) EXPECT_GT(cached.shared_blocks, 0) << what << ": full blocks shared, not copied";
-        if (k > 0 && !sampled) EXPECT_EQ(cached.metrics.drafted, cold.metrics.drafted) << what;
+        if (reused >= 64) {
+          EXPECT_GT(cached.shared_blocks, 0) << what << ": full blocks shared, not copied";
+        }
+        if (k > 0 && !sampled) {
+          EXPECT_EQ(cached.metrics.drafted, cold.metrics.drafted) << what;
+        }
         expect_same(cold, cached, what);
         ++compared;
       }

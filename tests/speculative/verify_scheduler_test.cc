@@ -27,7 +27,13 @@ TEST(AcceptanceHistory, CountsTrialsAndHitsByPosition) {
   for (int i = 0; i < 98; ++i) prior.record(1, i < 78 ? 1 : 0);  // 78 / 98 -> (78 + 1) / (98 + 1) = 0.798
   const double p0 = 79.0 / 99.0;
   EXPECT_NEAR(h.survival(0, &prior), (2.0 + 2 * p0) / (3.0 + 2), 1e-12);
-  EXPECT_NEAR(h.survival(5, &prior), 1.0, 1e-12);  // neither knows position 6: hopeful, until tried
+  // Neither knows position 6: the prior's deepest verified position's rate, until tried (a certain
+  // chance there made 4 drafts look as likely as 1 where the first had always failed).
+  EXPECT_NEAR(h.survival(5, &prior), p0, 1e-12);
+  EXPECT_NEAR(h.survival(5, nullptr), 1.0, 1e-12);
+  AcceptanceHistory first_failed;
+  first_failed.record(4, 0);  // positions 2-4 never verified: they take position 1's (1 + 0) / (1 + 1)
+  EXPECT_NEAR(AcceptanceHistory{}.survival(3, &first_failed), 0.5, 1e-12);
   EXPECT_NEAR(AcceptanceHistory{}.survival(0, &prior), p0, 1e-12);
   AcceptanceHistory failed;
   failed.record(1, 0);  // one rejection: the pseudo-trial halves the prior
