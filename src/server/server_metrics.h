@@ -5,9 +5,9 @@
 #pragma once
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dsv4::server {

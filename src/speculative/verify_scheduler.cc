@@ -36,14 +36,13 @@ void AcceptanceHistory::add(const AcceptanceHistory& o) {
 }
 
 double AcceptanceHistory::survival(size_t j, const AcceptanceHistory* prior) const {
-  // The prior's own rate with one accepted pseudo-trial: optimistic where little is known, so that
-  // a position nobody has verified yet gets verified (a chance of 1 until a draft there fails;
-  // with an even chance, a sequence whose first drafts were all accepted still decoded plainly
-  // for its first probe intervals: the deeper drafts that would have paid were never tried).
-  // A position the prior has never verified takes the rate of its deepest verified one (acceptance
-  // falls with depth): with a certain chance there, a drafter whose first drafts all failed looked
-  // as likely to pass 4 drafts as 1, and auto verified 4 again after the calibration (a 5-row pass
-  // where rows are dear: 10% of a short run on random weights).
+  // The prior's own rate with one accepted pseudo-trial: optimistic where little is known (with an
+  // even chance, a sequence whose first drafts were all accepted still decoded plainly for its
+  // first probe intervals: the deeper drafts that would have paid were never tried). A position
+  // the prior has never verified takes the rate of its deepest verified one, as acceptance falls
+  // with depth (1 where nothing is verified): counted as certain, a drafter whose first drafts all
+  // failed looked as likely to pass 4 drafts as 1, and auto verified 4 again after the calibration
+  // (a 5-row pass where rows are dear: 10% of a short run on random weights).
   // This history is pulled toward it with the weight of two trials (a sequence's first steps
   // lean on the process's experience).
   double p0 = 1.0;
@@ -338,14 +337,15 @@ std::vector<int> VerifyScheduler::one_of(std::vector<int> ask) {
   return ask;
 }
 
-// Each sequence's cumulative survivals by their optimistic bounds, to the depth asked.
-std::vector<std::vector<double>> VerifyScheduler::optimistic_cumulative(std::span<const AcceptanceHistory* const> sequences,
-                                                                        std::span<const int> ask) const {
+// Each sequence's cumulative survivals to the depth asked: by the mean, or by the optimistic bounds.
+std::vector<std::vector<double>> VerifyScheduler::cumulative_survivals(std::span<const AcceptanceHistory* const> sequences,
+                                                                       std::span<const int> ask, bool optimistic) const {
   std::vector<std::vector<double>> cumulative(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     double c = 1.0;
     for (int j = 0; j < ask[i]; ++j) {
-      c *= sequences[i]->optimistic_survival(size_t(j), &history_);
+      c *= optimistic ? sequences[i]->optimistic_survival(size_t(j), &history_)
+                      : sequences[i]->survival(size_t(j), &history_);
       cumulative[i].push_back(c);
     }
   }
@@ -356,7 +356,7 @@ std::vector<std::vector<double>> VerifyScheduler::optimistic_cumulative(std::spa
 // Sets n to one draft for each sequence that would then draft.
 bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                                 std::vector<int>& n) const {
-  const std::vector<int> m = best(optimistic_cumulative(sequences, ask), /*sunk_draft=*/false, 0, 0);
+  const std::vector<int> m = best(cumulative_survivals(sequences, ask, /*optimistic=*/true), /*sunk_draft=*/false, 0, 0);
   bool any = false;
   for (size_t i = 0; i < m.size(); ++i) {
     n[i] = m[i] > 0 ? 1 : 0;
@@ -407,15 +407,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
     ++plain_steps_;
     return std::vector<int>(ask.size(), 0);
   }
-  std::vector<std::vector<double>> cumulative(sequences.size());
-  for (size_t i = 0; i < sequences.size(); ++i) {
-    double c = 1.0;
-    for (int j = 0; j < ask[i]; ++j) {
-      c *= sequences[i]->survival(size_t(j), &history_);
-      cumulative[i].push_back(c);
-    }
-  }
-  std::vector<int> n = best(cumulative, /*sunk_draft=*/false, 0, 0);
+  std::vector<int> n = best(cumulative_survivals(sequences, ask, /*optimistic=*/false), /*sunk_draft=*/false, 0, 0);
   bool drafts = std::any_of(n.begin(), n.end(), [](int k) { return k > 0; });
   if (!drafts && uncertain(sequences, ask, n)) {
     // Plain by the mean, drafting by what the sequence's few trials still allow: one draft is
@@ -461,7 +453,7 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
 
 void VerifyScheduler::deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                              std::vector<int>& n) {
-  const std::vector<int> m = best(optimistic_cumulative(sequences, ask), /*sunk_draft=*/false, 0, 0);
+  const std::vector<int> m = best(cumulative_survivals(sequences, ask, /*optimistic=*/true), /*sunk_draft=*/false, 0, 0);
   bool any = false;
   for (size_t i = 0; i < n.size(); ++i)
     if (n[i] > 0 && m[i] > n[i]) {

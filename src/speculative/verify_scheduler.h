@@ -170,8 +170,8 @@ class VerifyScheduler {
   bool uncertain(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                  std::vector<int>& n) const;
   std::vector<int> one_of(std::vector<int> ask);
-  std::vector<std::vector<double>> optimistic_cumulative(std::span<const AcceptanceHistory* const> sequences,
-                                                         std::span<const int> ask) const;
+  std::vector<std::vector<double>> cumulative_survivals(std::span<const AcceptanceHistory* const> sequences,
+                                                        std::span<const int> ask, bool optimistic) const;
   // Where drafting pays: one draft deeper for each sequence whose next position pays by its
   // optimistic survival but not by the mean (a position tried once and failed, after the
   // calibration say, stayed at an even chance, below break-even, and was never verified again:

@@ -43,6 +43,10 @@ await runTests([
     const accepted = after.sum('vllm:spec_decode_num_accepted_tokens_total') -
                      before.sum('vllm:spec_decode_num_accepted_tokens_total');
     assert.ok(drafted > 0 && accepted > 0 && accepted < drafted, `drafted ${drafted}, accepted ${accepted}`);
+    // The cost model auto chose by: passes of at least two sizes and a draft, each timed.
+    const gauge = (name) => Object.entries(after.values).filter(([k, v]) => k.startsWith(`${name}{`) && v > 0);
+    assert.ok(gauge('dsv4:spec_decode_pass_seconds').length >= 2, after.text);
+    assert.ok(gauge('dsv4:spec_decode_draft_seconds').length >= 1, after.text);
   }],
   ['draft lengths the drafter cannot run are refused', async () => {
     await refused({ model, prompt: [1, 2, 3], max_tokens: 2, draft_tokens: 6 }, 'beyond the block');
