@@ -32,7 +32,7 @@ struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, max_sequences = 8, max_waiting = 64;
   DraftLength draft = kDefaultDraft;
-  int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
+  int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0, heartbeat_after_ms = 2000;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   bool no_prefix_cache = false, quiet = false;
@@ -99,6 +99,7 @@ int run_serve(const ServeArgs& a) {
   http.api_key = a.api_key;
   http.model_name = a.model_name.empty() ? std::filesystem::path(a.model).filename().string() : a.model_name;
   if (http.model_name.empty()) http.model_name = "dsv4";
+  http.heartbeat_after_ms = a.heartbeat_after_ms;
   http.pool_threads = a.max_sequences + a.max_waiting + 16;  // every open stream holds a pool thread
   server::HttpServer server(http, metrics);
   const int port = server.bind();
@@ -213,6 +214,11 @@ void register_serve(CLI::App& app, CommandResult& result) {
   cmd->add_option("--kv-cache-min-tokens", args->kv_cache_min_tokens, "shortest state written to disk")
       ->capture_default_str();
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY'");
+  cmd->add_option("--heartbeat-after-ms", args->heartbeat_after_ms,
+                  "a non-streamed request running longer is answered in chunks: whitespace while it runs "
+                  "(a proxy sees it alive, a client gone is noticed), then the JSON")
+      ->check(CLI::Range(int64_t(0), int64_t(3600000)))
+      ->capture_default_str();
   cmd->add_option("--served-model-name", args->model_name, "the model's name in the API (default: the directory name)");
   // A test aid, hidden from --help: scripted completions forced through the token mask (see
   // src/server/forced_output.h).

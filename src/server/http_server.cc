@@ -51,9 +51,6 @@ int64_t generation_budget(const GenerationRequest& r, int64_t limit) {
   return r.max_tokens.value_or(limit - P);
 }
 
-// A non-streamed request that runs longer than this is answered in chunks (see answer_whole).
-constexpr auto kWholeWait = std::chrono::milliseconds(500);
-
 // What a response keeps while its request runs: the channel, the protocol's writer and, for a
 // whole answer, every update merged.
 struct ReplyState {
@@ -320,12 +317,15 @@ struct HttpServer::Impl {
         [state](bool) { state->channel->cancel(); });  // no-op once finished; cancels an unfinished stream
   }
 
-  // A non-streamed answer. A request that finishes within kWholeWait gets a plain response;
+  // A non-streamed answer. A request that finishes within options.heartbeat_after_ms gets a plain
+  // response (and a failure its own status: the default leaves room for a prefill and the first
+  // steps, where a grammar too ambiguous to follow fails, and is short beside any proxy's idle
+  // timeout; a client that goes away in it is noticed at the first heartbeat after it);
   // a longer one is answered in chunks: whitespace (valid before JSON) every kHeartbeat while
   // it runs — a write that fails means the client has gone, and its sequence is cancelled —
   // then the JSON. (Past that point an internal failure can only be an error body, status 200.)
   void answer_whole(std::shared_ptr<ReplyState> state, httplib::Response& res) {
-    const auto until = std::chrono::steady_clock::now() + kWholeWait;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.heartbeat_after_ms);
     while (!state->all.finished && std::chrono::steady_clock::now() < until) state->add_from(*state->channel, kHeartbeat);
     if (state->all.finished) {
       if (!state->all.error.empty())

@@ -23,6 +23,9 @@ struct HttpOptions {
   std::string api_key;             // empty: no authentication
   std::string model_name;          // what /v1/models lists and requests name
   int pool_threads = 64;
+  // A non-streamed request that runs longer is answered in chunks: whitespace every 250 ms, then
+  // the JSON. Within it a failure gets its own status; past it only an error body under 200.
+  int64_t heartbeat_after_ms = 2000;
 };
 
 // What the generation endpoints need once the model is loaded.

@@ -222,9 +222,10 @@ await runTests([
               (before.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0));
     assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 400);
   }],
+  // (These two on the server that answers in chunks from 200 ms on: `--heartbeat-after-ms 200`.)
   ['a long non-streamed request is answered in chunks: whitespace while it runs, then the JSON', async () => {
     const body = { model, prompt: [1, 2, 3], max_tokens: 2000, ignore_eos: true, temperature: 0 };
-    const res = await fetch(`${base}/v1/completions`, {
+    const res = await fetch(`${busyBase}/v1/completions`, {
       method: 'POST', body: JSON.stringify(body),
       headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
     });
@@ -237,12 +238,12 @@ await runTests([
   ['a non-streamed request whose client goes away is cancelled and its blocks returned (or kept)', async () => {
     // A client that closes its connection (node:http's destroy(): fetch, once aborted, may keep
     // reading the body to reuse the connection, and then the server cannot tell). The server
-    // notices at its first writes (the heartbeats from half a second on), long before 4000
-    // tokens are done (the context holds 4096).
-    const before = await metrics(base);
-    const body = JSON.stringify({ model, prompt: [4, 5, 6], max_tokens: 4000, ignore_eos: true, temperature: 0 });
+    // notices at its first writes (the heartbeats from 200 ms on), long before 2000 tokens are
+    // done (the context holds 2048).
+    const before = await metrics(busyBase);
+    const body = JSON.stringify({ model, prompt: [4, 5, 6], max_tokens: 2000, ignore_eos: true, temperature: 0 });
     await new Promise((resolve) => {
-      const req = http.request(`${base}/v1/completions`, {
+      const req = http.request(`${busyBase}/v1/completions`, {
         method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
       }, (res) => res.resume());
       req.on('error', () => resolve());
@@ -250,12 +251,12 @@ await runTests([
       req.end(body);
       setTimeout(() => req.destroy(), 100);
     });
-    const m = await waitForMetrics(base, (x) => x.sum('vllm:num_requests_running') === 0 &&
+    const m = await waitForMetrics(busyBase, (x) => x.sum('vllm:num_requests_running') === 0 &&
                                                  x.sum('dsv4:cache_bytes_running') === 0,
                                    'the abandoned sequence released');
     const aborts = (x) => x.values['vllm:request_success_total{model_name="' + model + '",finished_reason="abort"}'] ?? 0;
     assert.ok(aborts(m) > aborts(before), 'counted as aborted');
-    assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 4000,
+    assert.ok(m.sum('vllm:generation_tokens_total') < before.sum('vllm:generation_tokens_total') + 2000,
               'it did not run to its end');
   }],
 ]);

@@ -83,7 +83,7 @@ console.error("never became ready"); process.exit(1);
 kill "${pids[0]}"; pids=()
 
 start_server main.log --draft 2 --max-sequences 4 --max-waiting 48 --max-context 4096 --api-key test-key
-start_server busy.log --max-sequences 1 --max-waiting 1 --max-context 2048
+start_server busy.log --max-sequences 1 --max-waiting 1 --max-context 2048 --heartbeat-after-ms 200
 port=$(server_port main.log)
 busy=$(server_port busy.log)
 status=0
