@@ -53,6 +53,14 @@ async function run(draft, prompt) {
   return { seconds: (performance.now() - first) / 1000, tokens: count - 1 };
 }
 
+// A server still loading its checkpoint answers 503: wait for it (up to 10 minutes).
+for (let i = 0; ; ++i) {
+  const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+  if (ok) break;
+  if (i === 1200) throw new Error(`${url}/health did not answer 200 within 10 minutes`);
+  await new Promise((r) => setTimeout(r, 500));
+}
+
 const results = new Map(drafts.map((d) => [String(d), []]));
 for (let round = 0; round < rounds; ++round)
   for (const draft of drafts) {
