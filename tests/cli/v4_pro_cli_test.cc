@@ -36,7 +36,9 @@ TEST(V4ProCli, AOneLayerShrunkV4ProLoadsInspectsAndDecodes) {
     const auto j = nlohmann::json::parse(r.out);
     tokens[k / 2] = j["tokens"].get<std::vector<int32_t>>();
     ASSERT_EQ(tokens[k / 2].size(), 12u);
-    if (k) EXPECT_GT(j["drafted"].get<int64_t>(), 0);
+    if (k) {
+      EXPECT_GT(j["drafted"].get<int64_t>(), 0);
+    }
   }
   EXPECT_EQ(tokens[0], tokens[1]);
   std::filesystem::remove_all(dir);  // (1.5 GB)
