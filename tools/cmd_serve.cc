@@ -32,7 +32,8 @@ struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key, model_name, force_output_file;
   int port = 8080, max_sequences = 8, max_waiting = 64;
   DraftLength draft = kDefaultDraft;
-  int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0, heartbeat_after_ms = 2000;
+  int64_t mtp_vocab = 0, max_context = 0, load_delay_ms = 0;
+  int64_t heartbeat_after_ms = server::HttpOptions{}.heartbeat_after_ms;
   DraftHeadFormat draft_head = DraftHeadFormat::Auto;
   int64_t prefill_chunk = SpeculativeDecoder::kDefaultPrefillChunk;
   bool no_prefix_cache = false, quiet = false;

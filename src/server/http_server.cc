@@ -318,10 +318,8 @@ struct HttpServer::Impl {
   }
 
   // A non-streamed answer. A request that finishes within options.heartbeat_after_ms gets a plain
-  // response (and a failure its own status: the default leaves room for a prefill and the first
-  // steps, where a grammar too ambiguous to follow fails, and is short beside any proxy's idle
-  // timeout; a client that goes away in it is noticed at the first heartbeat after it);
-  // a longer one is answered in chunks: whitespace (valid before JSON) every kHeartbeat while
+  // response, a failure its own status (the default, 2 s, leaves room for a prefill and the first
+  // steps, where a grammar too ambiguous to follow fails); a longer one is answered in chunks: whitespace (valid before JSON) every kHeartbeat while
   // it runs — a write that fails means the client has gone, and its sequence is cancelled —
   // then the JSON. (Past that point an internal failure can only be an error body, status 200.)
   void answer_whole(std::shared_ptr<ReplyState> state, httplib::Response& res) {
