@@ -15,7 +15,8 @@
 // with predicted survivals, says whether drafting pays at all this step (and, for a proposer whose
 // cost grows per draft, how deep to draft). Where it does not by the mean acceptance but does by
 // its optimistic end (one standard error above, from the sequence's trials: optimistic_survival),
-// one draft is verified — a measurement while the evidence is thin, which stops as it accumulates.
+// the drafts that bound pays for are verified — a measurement while the evidence is thin (of the
+// position in doubt, the first or a deeper one), which stops as it accumulates.
 // Where it does not but would if every draft were accepted, a probe step still drafts after
 // `probe_every` plain steps, then after twice as many (up to 64x) while drafting keeps not paying,
 // so acceptance keeps being measured at a cost that shrinks — and never before the plain steps

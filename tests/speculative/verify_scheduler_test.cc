@@ -473,6 +473,47 @@ TEST(VerifyScheduler, VerifiesOneDeeperWhereOnlyTheOptimisticBoundPaysTheNextPos
   EXPECT_EQ(t.select(m, dm), std::vector<int>{1});
 }
 
+// Plain by the mean at every depth, and the doubt is at the second position, not the first: one
+// draft loses (its verification row is dear) whatever its well-measured 0.9, two would pay if the
+// second position, tried once and failed, is as good as its optimistic bound. The step drafts and
+// verifies two (one would measure nothing new: auto verified one draft for 130 steps so), and
+// trials there close the bound: at a true 0.25 the same history decodes plainly.
+// (Pass 10 ms, 18.5 ms for 2 rows, 21 ms for 3; a draft 1 ms.)
+TEST(VerifyScheduler, MeasuresTheDeeperPositionInDoubtWhereOneDraftCannotPay) {
+  auto scheduler = [] {
+    return measured(Cost::PerDraft, 2,
+                    [](int64_t r) { return r == 1 ? 0.010 : r == 2 ? 0.0185 : 0.021 + 0.001 * double(r - 3); },
+                    [](int64_t) { return 0.001; });
+  };
+  const int limit[] = {2};
+  auto rate = [](const VerifyScheduler& s, const AcceptanceHistory& h, int k, bool optimistic) {
+    std::vector<std::vector<double>> c(1);
+    double cum = 1.0;
+    for (size_t j = 0; j < size_t(k); ++j)
+      c[0].push_back(cum *= optimistic ? h.optimistic_survival(j, &s.history()) : h.survival(j, &s.history()));
+    const int n[] = {k};
+    return s.expected_rate(c, n, k > 0 ? 1 : 0, k);
+  };
+  VerifyScheduler s = scheduler();
+  AcceptanceHistory h;
+  for (int i = 0; i < 60; ++i) s.record_step(h, 1, i % 10 != 0);  // 54 of 60 at position 1
+  s.record_step(h, 2, 1);                                          // position 2: one failure
+  ASSERT_LT(rate(s, h, 1, false), rate(s, h, 0, false)) << "one draft loses by the mean";
+  ASSERT_LT(rate(s, h, 1, true), rate(s, h, 0, false)) << "and by its bound";
+  ASSERT_LT(rate(s, h, 2, false), rate(s, h, 0, false)) << "two lose by the mean";
+  ASSERT_GT(rate(s, h, 2, true), rate(s, h, 0, false)) << "two pay by the bound";
+  const AcceptanceHistory* hs[] = {&h};
+  EXPECT_EQ(s.plan(hs, limit), std::vector<int>{2});
+  EXPECT_EQ(s.uncertain_steps(), 1);
+  Draft d;
+  d.tokens = {7, 8};
+  const Draft* ds[] = {&d};
+  EXPECT_EQ(s.select(hs, ds), std::vector<int>{2}) << "both verified: the second is the measurement";
+  for (int i = 0; i < 40; ++i) s.record_step(h, 2, i % 10 == 0 ? 0 : i % 4 == 0 ? 2 : 1);  // position 2 ~ 0.25
+  ASSERT_LT(rate(s, h, 2, true), rate(s, h, 0, false));
+  EXPECT_EQ(s.plan(hs, limit)[0] > 0, false) << "measured, the doubt is gone: plain (probes aside)";
+}
+
 // What drafting saves a batch per token, in closed form: acceptance 1, a pass of 10 ms whatever
 // its rows, a draft depth of 1 ms; every cost measured once, so taken 5% cheaper (CostCurve::hopeful).
 TEST(VerifyScheduler, SecondsSavedPerTokenInClosedForm) {
