@@ -100,6 +100,17 @@ std::vector<double> cumulative_of(const std::vector<float>& survival) {
   return c;
 }
 
+// The expected rate of verifying k drafts of one sequence (drafted to depth k), by its mean or its
+// optimistic survivals.
+double rate_of(const VerifyScheduler& s, const AcceptanceHistory& h, int k, bool optimistic) {
+  std::vector<std::vector<double>> c(1);
+  double cum = 1.0;
+  for (size_t j = 0; j < size_t(k); ++j)
+    c[0].push_back(cum *= optimistic ? h.optimistic_survival(j, &s.history()) : h.survival(j, &s.history()));
+  const int n[] = {k};
+  return s.expected_rate(c, n, k > 0 ? 1 : 0, k);
+}
+
 TEST(VerifyScheduler, VerifiesThePrefixWithTheHighestExpectedRate) {
   // Pass: 10 ms + 2 ms per extra row; a block draft: 5 ms. Survivals 0.9, 0.9, 0.9, 0.1, 0.9:
   // rates 1/15, 1.9/17, 2.71/19, 3.439/21 (best: three drafts), 3.512/23, 3.578/25 per ms.
@@ -433,15 +444,8 @@ TEST(VerifyScheduler, VerifiesOneDeeperWhereOnlyTheOptimisticBoundPaysTheNextPos
   };
   const int limit[] = {2};
   // The rates of verifying 1 and 2 drafts, by the mean and by the optimistic survivals.
-  auto rates = [&](const VerifyScheduler& s, const AcceptanceHistory& h, bool optimistic) {
-    std::vector<std::vector<double>> c(1);
-    double cum = 1.0;
-    for (size_t j = 0; j < 2; ++j) {
-      cum *= optimistic ? h.optimistic_survival(j, &s.history()) : h.survival(j, &s.history());
-      c[0].push_back(cum);
-    }
-    const int one[] = {1}, two[] = {2};
-    return std::pair{s.expected_rate(c, one, 1, 1), s.expected_rate(c, two, 1, 2)};
+  auto rates = [](const VerifyScheduler& s, const AcceptanceHistory& h, bool optimistic) {
+    return std::pair{rate_of(s, h, 1, optimistic), rate_of(s, h, 2, optimistic)};
   };
   VerifyScheduler s = scheduler();
   AcceptanceHistory once;
@@ -486,22 +490,14 @@ TEST(VerifyScheduler, MeasuresTheDeeperPositionInDoubtWhereOneDraftCannotPay) {
                     [](int64_t) { return 0.001; });
   };
   const int limit[] = {2};
-  auto rate = [](const VerifyScheduler& s, const AcceptanceHistory& h, int k, bool optimistic) {
-    std::vector<std::vector<double>> c(1);
-    double cum = 1.0;
-    for (size_t j = 0; j < size_t(k); ++j)
-      c[0].push_back(cum *= optimistic ? h.optimistic_survival(j, &s.history()) : h.survival(j, &s.history()));
-    const int n[] = {k};
-    return s.expected_rate(c, n, k > 0 ? 1 : 0, k);
-  };
   VerifyScheduler s = scheduler();
   AcceptanceHistory h;
   for (int i = 0; i < 60; ++i) s.record_step(h, 1, i % 10 != 0);  // 54 of 60 at position 1
   s.record_step(h, 2, 1);                                          // position 2: one failure
-  ASSERT_LT(rate(s, h, 1, false), rate(s, h, 0, false)) << "one draft loses by the mean";
-  ASSERT_LT(rate(s, h, 1, true), rate(s, h, 0, false)) << "and by its bound";
-  ASSERT_LT(rate(s, h, 2, false), rate(s, h, 0, false)) << "two lose by the mean";
-  ASSERT_GT(rate(s, h, 2, true), rate(s, h, 0, false)) << "two pay by the bound";
+  ASSERT_LT(rate_of(s, h, 1, false), rate_of(s, h, 0, false)) << "one draft loses by the mean";
+  ASSERT_LT(rate_of(s, h, 1, true), rate_of(s, h, 0, false)) << "and by its bound";
+  ASSERT_LT(rate_of(s, h, 2, false), rate_of(s, h, 0, false)) << "two lose by the mean";
+  ASSERT_GT(rate_of(s, h, 2, true), rate_of(s, h, 0, false)) << "two pay by the bound";
   const AcceptanceHistory* hs[] = {&h};
   EXPECT_EQ(s.plan(hs, limit), std::vector<int>{2});
   EXPECT_EQ(s.uncertain_steps(), 1);
@@ -510,8 +506,8 @@ TEST(VerifyScheduler, MeasuresTheDeeperPositionInDoubtWhereOneDraftCannotPay) {
   const Draft* ds[] = {&d};
   EXPECT_EQ(s.select(hs, ds), std::vector<int>{2}) << "both verified: the second is the measurement";
   for (int i = 0; i < 40; ++i) s.record_step(h, 2, i % 10 == 0 ? 0 : i % 4 == 0 ? 2 : 1);  // position 2 ~ 0.25
-  ASSERT_LT(rate(s, h, 2, true), rate(s, h, 0, false));
-  EXPECT_EQ(s.plan(hs, limit)[0] > 0, false) << "measured, the doubt is gone: plain (probes aside)";
+  ASSERT_LT(rate_of(s, h, 2, true), rate_of(s, h, 0, false));
+  EXPECT_FALSE(s.plan(hs, limit)[0] > 0) << "measured, the doubt is gone: plain (probes aside)";
 }
 
 // What drafting saves a batch per token, in closed form: acceptance 1, a pass of 10 ms whatever
