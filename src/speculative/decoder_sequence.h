@@ -28,7 +28,6 @@ struct SpeculativeDecoder::Sequence {
   std::mt19937_64 rng;
   SequenceOutput out;
   AcceptanceHistory acceptance;      // by draft position (the auto scheduler's)
-  bool drafted_last_step = false;    // (a draft after plain steps also catches up on their rows)
   // An auto sequence whose drafter starts at its prompt's last row (starts_drafter_late): the
   // prompt's last window goes through the target's last block for nothing, and the sequence
   // drafts from `draft_from` tokens on, when its plain steps have given the drafter a window.

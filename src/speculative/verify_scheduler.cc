@@ -364,15 +364,18 @@ bool VerifyScheduler::uncertain(std::span<const AcceptanceHistory* const> sequen
 }
 
 // Has plain decoding since the last draft run long enough that a probe now costs at most
-// kProbeShare of its time? A probe drafts once for one sequence of the batch: the draft, a row more
-// in the pass, and the drafter's rows queued since that sequence's last draft (up to a window; the
+// kProbeShare of its time? A probe drafts once for one sequence of the batch: its drafts
+// (kMeasuringDrafts), as many rows more in the pass, and the drafter's rows queued since that sequence's last draft (up to a window; the
 // longest streak's worth, an overestimate where the sequences probe in turn), at their measured
 // costs (a cost not yet measured counts as nothing).
 bool VerifyScheduler::probe_affordable(int64_t batch) const {
   const double plain_step = pass_.at(batch) + overhead_;
   if (!(plain_step > 0)) return true;
   const int64_t queued = options_.window > 0 ? std::min(since_draft_, options_.window) : 0;
-  const double probe = draft_.at(1) + std::max(0.0, pass_.at(batch + 1) - pass_.at(batch)) +
+  const int depth = kMeasuringDrafts;
+  const double unit = draft_.at(1);
+  const double probe = (options_.cost == DraftProposer::Cost::Once ? unit : unit * depth) +
+                       std::max(0.0, pass_.at(batch + depth) - pass_.at(batch)) +
                        double(queued) * catch_up_row_seconds();
   return probe <= kProbeShare * double(since_draft_) * plain_step;
 }
@@ -397,9 +400,15 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
   explore_.assign(sequences.size(), 0);
   std::vector<int> ask(limits.begin(), limits.end());
   for (int& k : ask) k = std::clamp(k, 0, options_.max_drafts);
-  if (calibrating()) {  // the longest verification once, then plain passes, until two sizes are known
-    if (!calibrated_full_) {
-      calibrated_full_ = true;
+  if (calibrating()) {  // a verification of kMeasuringDrafts once, then plain passes, until two sizes are known
+    if (steps_ <= kWarmUpSteps) {
+      ++plain_steps_;
+      return std::vector<int>(ask.size(), 0);
+    }
+    if (!calibrated_deep_) {
+      calibrated_deep_ = true;
+      if (options_.cost == DraftProposer::Cost::PerDraft)
+        for (int& k : ask) k = std::min(k, kMeasuringDrafts);
       return one_of(ask);
     }
     ++plain_steps_;
@@ -432,12 +441,17 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
     // paying, probes come at doubling intervals, up to 64x probe_every: a probe also computes the
     // drafter's rows queued since its last draft (up to a window), so probes a window apart or
     // less cost the drafter a row per step (an MTP row is several percent of a decode step on
-    // V4-Flash dimensions), and 512 steps apart a window per 512 steps. A chain drafter probes
-    // with one draft (select() trims a block drafter's by its survivals).
+    // V4-Flash dimensions), and 512 steps apart a window per 512 steps. A probe verifies
+    // kMeasuringDrafts drafts, as the calibration did: their acceptance and their pass are what
+    // the choice most needs re-measured (on mirror-v4-flash, where one draft loses and two pay,
+    // one-draft probes after a dear first 3-row pass found draft 1 accepted every time and never
+    // drafted again). A chain drafts that deep; a block drafter drafts its block.
     probe_interval_ = std::min(probe_interval_ * 2, int64_t(options_.probe_every) * kMaxProbeFactor);
     if (options_.cost == DraftProposer::Cost::PerDraft)
-      for (int& k : ask) k = std::min(k, 1);
-    return one_of(ask);
+      for (int& k : ask) k = std::min(k, kMeasuringDrafts);
+    ask = one_of(ask);
+    for (size_t i = 0; i < ask.size(); ++i) explore_[i] = std::min(ask[i], kMeasuringDrafts);
+    return ask;
   }
   probe_interval_ = options_.probe_every;
   if (!probing_) deeper(sequences, ask, n);
@@ -453,13 +467,35 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
 void VerifyScheduler::deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                              std::vector<int>& n) {
   const std::vector<int> m = best(cumulative_survivals(sequences, ask, /*optimistic=*/true), /*sunk_draft=*/false, 0, 0);
+  const std::vector<std::vector<double>> mean = cumulative_survivals(sequences, ask, /*optimistic=*/false);
   bool any = false;
-  for (size_t i = 0; i < n.size(); ++i)
-    if (n[i] > 0 && m[i] > n[i]) {
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (n[i] <= 0 || n[i] >= ask[i]) continue;
+    if (m[i] > n[i] || (rarely_tried(*sequences[i], size_t(n[i])) && would_pay_if_accepted(mean, n, i))) {
       explore_[i] = ++n[i];
       any = true;
     }
+  }
   uncertain_steps_ += any;
+}
+
+// The position after `j` verified ones has been tried no more than log2 of the times position j
+// was: a few early rejections there close its optimistic bound (two in a row on mirror-v4-flash's
+// first steps, where position 2 passes 85% of the time later on: auto verified one draft to the
+// end, level with plain decoding, where two paid 1.1x), and only further trials can reopen it.
+// Trials at a logarithmic pace cost little where it never pays (7 in 128 steps).
+bool VerifyScheduler::rarely_tried(const AcceptanceHistory& h, size_t j) {
+  const int64_t tried = j < h.trials.size() ? h.trials[j] : 0, before = j <= h.trials.size() ? h.trials[j - 1] : 0;
+  return before > 0 && tried <= std::bit_width(uint64_t(before)) - 1;
+}
+
+// Would verifying one draft more for sequence i (n[i] + 1) pay if that draft were certain to pass?
+bool VerifyScheduler::would_pay_if_accepted(const std::vector<std::vector<double>>& mean, const std::vector<int>& n,
+                                            size_t i) const {
+  std::vector<std::vector<double>> c(mean.size());
+  for (size_t k = 0; k < mean.size(); ++k) c[k].assign(mean[k].begin(), mean[k].begin() + n[k]);
+  c[i].push_back(c[i].back());
+  return best(c, /*sunk_draft=*/false, 0, 0)[i] > n[i];
 }
 
 std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* const> sequences,
@@ -474,7 +510,10 @@ std::vector<int> VerifyScheduler::select(std::span<const AcceptanceHistory* cons
     drafted += all[i] > 0;
     depth = std::max(depth, all[i]);
   }
-  if (calibrating()) return all;
+  if (calibrating()) {
+    for (int& k : all) k = std::min(k, kMeasuringDrafts);
+    return all;
+  }
   std::vector<std::vector<double>> cumulative(drafts.size());
   for (size_t i = 0; i < drafts.size(); ++i) {
     const Draft& d = *drafts[i];

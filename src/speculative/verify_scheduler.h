@@ -38,10 +38,11 @@
 // linearly between measured ones, and the choice takes every count as somewhat cheaper the less
 // it has been measured (CostCurve::hopeful), so that it gets tried. The rest of a step (the
 // proposer told of the verdicts, sampling) is a moving average, added to every step's time.
-// Until two pass sizes are known the scheduler calibrates: it verifies everything offered to one
-// sequence of the batch, then nothing, once each. Measuring steps (the calibration, probes) draft
-// for one sequence of a batch, in turn: a drafting sequence first computes its drafter's queued
-// rows, which every sequence of a batch paid for one step's measurement.
+// Until two pass sizes are known the scheduler calibrates: after a few plain steps (kWarmUpSteps)
+// it verifies two drafts of one sequence of the batch (kMeasuringDrafts), then nothing, once each.
+// Measuring steps (the calibration, probes) draft for one sequence of a batch, in turn: a drafting
+// sequence first computes its drafter's queued rows, which every sequence of a batch paid for one
+// step's measurement.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -178,7 +179,20 @@ class VerifyScheduler {
   // calibration say, stayed at an even chance, below break-even, and was never verified again:
   // auto verified 1 draft where 2 paid 1.2x). The plan's depth and explore_ record it; select()
   // verifies it. Trials there close the bound in on the mean, and exploration stops.
+  // Also where the next position has been tried rarely (rarely_tried) and would pay if accepted.
   void deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask, std::vector<int>& n);
+  static bool rarely_tried(const AcceptanceHistory& h, size_t j);
+  bool would_pay_if_accepted(const std::vector<std::vector<double>>& mean, const std::vector<int>& n, size_t i) const;
+  // What a measuring step verifies (the calibration, a probe): drafts of one sequence, so that its
+  // pass has 1 + this many rows. Two, not all offered: on a CPU a pass of n rows reads the union of their experts, so 3 rows cost
+  // about as much as 2 and the line through 1 and 3 rows is all the choice needs to start (counts
+  // beyond are tried where they look like paying, and measured then); the old 5-row pass with 4
+  // drafts was 2.3% of a 160-token run on random weights, where no draft is ever accepted.
+  static constexpr int kMeasuringDrafts = 2;
+  // Plain steps before the calibration: the first decode steps after a prompt run up to a third
+  // slower (caches cold after the prefill), and a pass measured once then stayed the estimate of
+  // its size (a 3-row pass at 190-203 ms, against 150 later, and a plain-decoding run).
+  static constexpr int64_t kWarmUpSteps = 2;
   static constexpr int64_t kMaxProbeFactor = 64;  // the longest probe interval, in probe_every
   // What probes may cost at most, as a share of the plain decoding time they interrupt.
   static constexpr double kProbeShare = 0.015;
@@ -202,7 +216,7 @@ class VerifyScheduler {
   int64_t steps_ = 0, since_draft_ = 0, plain_steps_ = 0, uncertain_steps_ = 0, probe_interval_ = 0;
   std::vector<int> explore_;  // [sequence of the planned batch]: the depth select() verifies at least
   size_t measured_turn_ = 0;  // the sequence (index in the batch) the next measuring step drafts for
-  bool calibrated_full_ = false, frozen_ = false, probing_ = false;
+  bool calibrated_deep_ = false, frozen_ = false, probing_ = false;
 };
 
 }  // namespace dsv4
