@@ -467,11 +467,13 @@ std::vector<int> VerifyScheduler::plan(std::span<const AcceptanceHistory* const>
 void VerifyScheduler::deeper(std::span<const AcceptanceHistory* const> sequences, std::span<const int> ask,
                              std::vector<int>& n) {
   const std::vector<int> m = best(cumulative_survivals(sequences, ask, /*optimistic=*/true), /*sunk_draft=*/false, 0, 0);
-  const std::vector<std::vector<double>> mean = cumulative_survivals(sequences, ask, /*optimistic=*/false);
+  std::vector<std::vector<double>> mean;  // (only where a position is rarely tried)
   bool any = false;
   for (size_t i = 0; i < n.size(); ++i) {
     if (n[i] <= 0 || n[i] >= ask[i]) continue;
-    if (m[i] > n[i] || (rarely_tried(*sequences[i], size_t(n[i])) && would_pay_if_accepted(mean, n, i))) {
+    bool retry = m[i] <= n[i] && rarely_tried(*sequences[i], size_t(n[i]));
+    if (retry && mean.empty()) mean = cumulative_survivals(sequences, ask, /*optimistic=*/false);
+    if (m[i] > n[i] || (retry && would_pay_if_accepted(mean, n, i))) {
       explore_[i] = ++n[i];
       any = true;
     }
